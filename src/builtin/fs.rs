@@ -1,0 +1,1 @@
+//! `fs_read`, `fs_write`, `fs_list`. (Stub.)

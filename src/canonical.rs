@@ -1,0 +1,132 @@
+//! Canonical form of call arguments: the identity of "the same call".
+//!
+//! The loop guard counts repeats of the same call and approvals (a later
+//! issue) bind a decision to exactly one call, so both need a form in which
+//! `{"a":1,"b":2}` and `{"b":2,"a":1}` are equal. Object keys are sorted
+//! recursively, whatever serde_json's map order is; numbers keep serde_json's
+//! own shortest rendering.
+
+use std::fmt::Write;
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// Appends the canonical JSON of `v` to `out`.
+pub fn write_canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort_unstable();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                // A string key always serialises.
+                let _ = write!(out, "{}", Value::String(k.clone()));
+                out.push(':');
+                write_canonical(&map[k], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        scalar => {
+            let _ = write!(out, "{scalar}");
+        }
+    }
+}
+
+/// The canonical JSON of `v`.
+pub fn canonical_json(v: &Value) -> String {
+    let mut s = String::new();
+    write_canonical(v, &mut s);
+    s
+}
+
+/// SHA-256 of `tool` and the canonical arguments, hex-encoded. The tool name
+/// is part of the hash so equal arguments to different tools differ.
+pub fn call_hash(tool: &str, args: &Value) -> String {
+    let mut h = Sha256::new();
+    h.update(tool.as_bytes());
+    h.update([0u8]);
+    h.update(canonical_json(args).as_bytes());
+    hex::encode(h.finalize())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn arb_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            "[a-z]{0,6}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::vec(("[a-c]{1,2}", inner), 0..4)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// Rebuilds every object with its keys inserted in reverse order.
+    fn reorder(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<_> = m.keys().cloned().collect();
+                keys.reverse();
+                Value::Object(
+                    keys.into_iter()
+                        .map(|k| (k.clone(), reorder(&m[&k])))
+                        .collect(),
+                )
+            }
+            Value::Array(a) => Value::Array(a.iter().map(reorder).collect()),
+            other => other.clone(),
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn key_order_never_matters(v in arb_json()) {
+            prop_assert_eq!(call_hash("t", &v), call_hash("t", &reorder(&v)));
+        }
+
+        #[test]
+        fn canonical_json_parses_back_to_the_same_value(v in arb_json()) {
+            let back: Value = serde_json::from_str(&canonical_json(&v)).unwrap();
+            prop_assert_eq!(back, v);
+        }
+
+        #[test]
+        fn different_values_hash_differently(a in arb_json(), b in arb_json()) {
+            prop_assume!(a != b);
+            prop_assert_ne!(call_hash("t", &a), call_hash("t", &b));
+        }
+    }
+
+    #[test]
+    fn tool_name_is_part_of_the_identity() {
+        let args = json!({"path": "a"});
+        assert_ne!(call_hash("fs_read", &args), call_hash("fs_write", &args));
+        assert_eq!(
+            canonical_json(&json!({"b": [1, {"d": 1, "c": 2}], "a": "x"})),
+            r#"{"a":"x","b":[1,{"c":2,"d":1}]}"#
+        );
+    }
+}

@@ -1,0 +1,240 @@
+//! One broadcast stream of engine events. The UI, the audit log and tracing
+//! all read this same stream, so what a person sees live is what is recorded.
+//!
+//! Events never carry call arguments or output: those may hold secrets, and
+//! the stream fans out to places (UI, logs) that must not see them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio::sync::broadcast;
+
+use crate::error::ErrorKind;
+use crate::tool::{Source, ToolName};
+
+/// A pipeline stage, named in DESIGN.md's order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StageName {
+    /// Allowlist, denylist, quarantine.
+    Allowlist,
+    /// BEFORE and AFTER hooks.
+    Hooks,
+    /// Trust-wrapping of external output.
+    Trust,
+    /// Output truncation.
+    Truncate,
+    /// Loop guard.
+    LoopGuard,
+    /// Casting and schema validation.
+    Validate,
+    /// Path and SSRF guards.
+    Guards,
+    /// Policy, risk and approval.
+    Policy,
+    /// Circuit breaker.
+    Breaker,
+    /// Retry with backoff.
+    Retry,
+    /// Per-attempt timeout.
+    Timeout,
+    /// The tool itself.
+    Execute,
+}
+
+impl StageName {
+    /// The snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Allowlist => "allowlist",
+            Self::Hooks => "hooks",
+            Self::Trust => "trust",
+            Self::Truncate => "truncate",
+            Self::LoopGuard => "loop_guard",
+            Self::Validate => "validate",
+            Self::Guards => "guards",
+            Self::Policy => "policy",
+            Self::Breaker => "breaker",
+            Self::Retry => "retry",
+            Self::Timeout => "timeout",
+            Self::Execute => "execute",
+        }
+    }
+}
+
+/// A circuit breaker's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BreakerState {
+    /// Calls pass.
+    Closed,
+    /// Calls fail fast.
+    Open,
+    /// A limited number of probe calls pass.
+    HalfOpen,
+}
+
+/// How a call ended, without its content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Outcome {
+    /// The tool ran and returned a result.
+    Ok {
+        /// The tool marked its result as an error.
+        is_error: bool,
+        /// Output size in bytes after truncation.
+        size: usize,
+    },
+    /// The call failed or was refused.
+    Err {
+        /// The error class.
+        kind: ErrorKind,
+        /// The one-line message the agent received.
+        message: String,
+    },
+}
+
+/// Something that happened in the engine.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Event {
+    /// A call arrived (stage 1).
+    CallReceived {
+        /// Call id.
+        call_id: u64,
+        /// Requested tool name, as sent (it may not exist).
+        tool: Arc<str>,
+        /// Caller description.
+        caller: String,
+        /// Session id.
+        session: String,
+    },
+    /// A stage finished its part of a call.
+    CallStage {
+        /// Call id.
+        call_id: u64,
+        /// The stage.
+        stage: StageName,
+        /// Time spent inside the stage and everything it wrapped.
+        #[serde(with = "micros")]
+        elapsed: Duration,
+        /// What the stage did, if noteworthy ("cast `count` from string").
+        #[serde(skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
+    /// A retry is about to happen.
+    CallRetry {
+        /// Call id.
+        call_id: u64,
+        /// The attempt that failed (1-based).
+        attempt: u32,
+        /// Its error class.
+        kind: ErrorKind,
+        /// The backoff before the next attempt.
+        #[serde(with = "micros")]
+        backoff: Duration,
+    },
+    /// A call finished (stage 14).
+    CallFinished {
+        /// Call id.
+        call_id: u64,
+        /// Tool name as requested.
+        tool: Arc<str>,
+        /// How it ended.
+        outcome: Outcome,
+        /// Total time in the pipeline.
+        #[serde(with = "micros")]
+        elapsed: Duration,
+    },
+    /// A circuit breaker changed state.
+    BreakerTransition {
+        /// The tool.
+        tool: ToolName,
+        /// Old state.
+        from: BreakerState,
+        /// New state.
+        to: BreakerState,
+    },
+    /// A tool was added to the registry.
+    ToolRegistered {
+        /// The tool.
+        tool: ToolName,
+        /// Its source.
+        source: Source,
+    },
+    /// A tool's definition was replaced.
+    ToolReplaced {
+        /// The tool.
+        tool: ToolName,
+        /// Its source.
+        source: Source,
+    },
+    /// A tool was removed.
+    ToolUnregistered {
+        /// The tool.
+        tool: ToolName,
+        /// Its former source.
+        source: Source,
+    },
+    /// The loop guard warned, blocked or halted.
+    LoopGuard {
+        /// Session id.
+        session: String,
+        /// Tool name.
+        tool: ToolName,
+        /// `warn`, `block` or `halt`.
+        level: &'static str,
+    },
+}
+
+mod micros {
+    use std::time::Duration;
+
+    pub(super) fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+    }
+}
+
+/// The engine's event stream. Cloning shares the stream.
+#[derive(Debug, Clone)]
+pub struct EventBus {
+    tx: broadcast::Sender<Event>,
+}
+
+impl EventBus {
+    /// Capacity of the ring each subscriber reads from; a subscriber that
+    /// falls further behind skips events (and is told how many) instead of
+    /// slowing calls down.
+    pub const CAPACITY: usize = 4096;
+
+    /// A bus with [`Self::CAPACITY`].
+    pub fn new() -> Self {
+        Self {
+            tx: broadcast::channel(Self::CAPACITY).0,
+        }
+    }
+
+    /// Publishes an event. Cheap when nobody listens.
+    pub fn emit(&self, event: Event) {
+        // Err only means "no subscribers", which is fine.
+        let _ = self.tx.send(event);
+    }
+
+    /// Whether anyone listens; lets hot paths skip building events.
+    pub fn is_watched(&self) -> bool {
+        self.tx.receiver_count() > 0
+    }
+
+    /// A new subscriber that sees events from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.tx.subscribe()
+    }
+}
+
+impl Default for EventBus {
+    fn default() -> Self {
+        Self::new()
+    }
+}

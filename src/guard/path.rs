@@ -1,0 +1,1 @@
+//! Path confinement to configured roots. (Stub.)

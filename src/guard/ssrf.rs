@@ -1,0 +1,1 @@
+//! SSRF guard for URLs. (Stub.)

@@ -1,0 +1,19 @@
+//! toolgate: one governed pipeline for every tool call an AI agent makes.
+//!
+//! The engine owns all logic (registry, schemas, pipeline stages, built-in
+//! tools); the CLI, the agent socket and the desktop shell are thin hosts
+//! around [`Engine`]. See `docs/architecture/` for the decisions behind it.
+
+pub mod builtin;
+pub mod canonical;
+pub mod context;
+pub mod error;
+pub mod events;
+pub mod guard;
+pub mod pipeline;
+pub mod registry;
+pub mod schema;
+pub mod settings;
+pub mod tool;
+
+pub use error::{CallError, ErrorKind};

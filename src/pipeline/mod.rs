@@ -1,0 +1,300 @@
+//! The governed call path.
+//!
+//! A call runs through an onion of [`Stage`]s, each a small middleware in its
+//! own module: it may inspect or change the call, refuse it, or call
+//! [`Next::run`] and then inspect or change the result. Stages listed first
+//! see the request first and the result last (as in tower's
+//! `ServiceBuilder`). The order is written once, in [`build`], with the
+//! reason for each position.
+//!
+//! Why not tower `Service`s: the stages need no back-pressure
+//! (`poll_ready`), retry would force every request to be `Clone`, and each
+//! layer would add its own future type to the stack. One trait with a boxed
+//! future per stage keeps each stage testable on its own (give it a scripted
+//! `Next`) at about 30 ns per stage.
+
+pub mod allowlist;
+pub mod breaker;
+pub mod guards;
+pub mod hooks;
+pub mod loop_guard;
+pub mod policy;
+pub mod retry;
+pub mod timeout;
+pub mod truncate;
+pub mod trust;
+pub mod validate;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio::time::Instant;
+
+use crate::context::CallContext;
+use crate::error::CallError;
+use crate::events::{Event, EventBus, StageName};
+use crate::registry::RegisteredTool;
+use crate::settings::ToolSettings;
+use crate::tool::ToolResult;
+
+/// What a stage (and the whole pipeline) produces.
+pub type CallResult = Result<ToolResult, CallError>;
+
+/// One call on its way through the pipeline. Stages may change `args`
+/// (casting, hooks) and leave notices for the model and notes for people.
+#[derive(Debug)]
+pub struct Call {
+    /// Engine-wide call id.
+    pub id: u64,
+    /// The resolved tool.
+    pub tool: Arc<RegisteredTool>,
+    /// Current arguments (cast and rewritten as stages go).
+    pub args: Value,
+    /// Caller, session, injected state.
+    pub ctx: CallContext,
+    /// Limits for this tool.
+    pub settings: Arc<ToolSettings>,
+    /// When the call arrived.
+    pub received: Instant,
+    notices: Vec<String>,
+    notes: Vec<(StageName, String)>,
+    trace: Vec<(StageName, Duration)>,
+}
+
+impl Call {
+    /// A call about to enter the pipeline.
+    pub fn new(
+        id: u64,
+        tool: Arc<RegisteredTool>,
+        args: Value,
+        ctx: CallContext,
+        settings: Arc<ToolSettings>,
+    ) -> Self {
+        Self {
+            id,
+            tool,
+            args,
+            ctx,
+            settings,
+            received: Instant::now(),
+            notices: Vec::new(),
+            notes: Vec::new(),
+            trace: Vec::with_capacity(12),
+        }
+    }
+
+    /// The tool's name.
+    pub fn tool_name(&self) -> &str {
+        self.tool.def.name.as_str()
+    }
+
+    /// Leaves a message for the model, appended to the result by the engine
+    /// *outside* any trust wrapper (it comes from toolgate, not the tool).
+    pub fn notice(&mut self, text: impl Into<String>) {
+        self.notices.push(text.into());
+    }
+
+    /// Records what a stage did, for people (events, audit log).
+    pub fn note(&mut self, stage: StageName, text: impl Into<String>) {
+        self.notes.push((stage, text.into()));
+    }
+
+    /// Messages for the model.
+    pub fn notices(&self) -> &[String] {
+        &self.notices
+    }
+
+    /// What stages did.
+    pub fn notes(&self) -> &[(StageName, String)] {
+        &self.notes
+    }
+
+    /// Time spent in each stage including what it wrapped, innermost first.
+    pub fn trace(&self) -> &[(StageName, Duration)] {
+        &self.trace
+    }
+}
+
+/// A pipeline stage.
+pub trait Stage: Send + Sync + 'static {
+    /// Which stage this is.
+    fn name(&self) -> StageName;
+
+    /// Handles the call: refuse it, or pass it on with `next.run(call)`.
+    fn handle<'a>(&'a self, call: &'a mut Call, next: Next<'a>) -> BoxFuture<'a, CallResult>;
+}
+
+/// The rest of the pipeline after the current stage. `Copy`, so a stage
+/// such as retry can run it more than once.
+#[derive(Clone, Copy)]
+pub struct Next<'a> {
+    rest: &'a [Arc<dyn Stage>],
+    events: &'a EventBus,
+}
+
+impl<'a> Next<'a> {
+    /// A `Next` over `rest`, ending in the tool itself. Stage tests use this
+    /// to run one stage against a scripted inner stage.
+    pub fn new(rest: &'a [Arc<dyn Stage>], events: &'a EventBus) -> Self {
+        Self { rest, events }
+    }
+
+    /// Runs the remaining stages, then the tool.
+    pub async fn run(self, call: &mut Call) -> CallResult {
+        let started = Instant::now();
+        let (name, result) = match self.rest.split_first() {
+            Some((stage, rest)) => (
+                stage.name(),
+                stage
+                    .handle(
+                        call,
+                        Next {
+                            rest,
+                            events: self.events,
+                        },
+                    )
+                    .await,
+            ),
+            None => {
+                let args = call.args.clone();
+                (
+                    StageName::Execute,
+                    call.tool.runner.call(args, &call.ctx).await,
+                )
+            }
+        };
+        let elapsed = started.elapsed();
+        call.trace.push((name, elapsed));
+        if self.events.is_watched() {
+            let note = call
+                .notes
+                .iter()
+                .rev()
+                .find(|(s, _)| *s == name)
+                .map(|(_, n)| n.clone());
+            self.events.emit(Event::CallStage {
+                call_id: call.id,
+                stage: name,
+                elapsed,
+                note,
+            });
+        }
+        result
+    }
+}
+
+/// An ordered list of stages.
+#[derive(Clone)]
+pub struct Pipeline {
+    stages: Arc<[Arc<dyn Stage>]>,
+    events: EventBus,
+}
+
+impl Pipeline {
+    /// A pipeline of exactly these stages, in this order. Prefer [`build`],
+    /// which fixes DESIGN.md's order; this exists for tests and benchmarks.
+    pub fn from_stages(stages: Vec<Arc<dyn Stage>>, events: EventBus) -> Self {
+        Self {
+            stages: stages.into(),
+            events,
+        }
+    }
+
+    /// Runs `call` through every stage and the tool.
+    pub async fn run(&self, call: &mut Call) -> CallResult {
+        Next {
+            rest: &self.stages,
+            events: &self.events,
+        }
+        .run(call)
+        .await
+    }
+
+    /// The stage order, outermost first.
+    pub fn stage_names(&self) -> Vec<StageName> {
+        self.stages.iter().map(|s| s.name()).collect()
+    }
+}
+
+impl std::fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.stage_names()).finish()
+    }
+}
+
+/// What [`build`] needs to construct the stages.
+#[derive(Clone)]
+pub struct Parts {
+    /// Event stream for breaker transitions, retries, loop-guard levels.
+    pub events: EventBus,
+    /// Allow/deny lists.
+    pub filter: Arc<allowlist::ToolFilter>,
+    /// BEFORE/AFTER hooks, in order.
+    pub hooks: Vec<Arc<dyn hooks::Hook>>,
+    /// Path and SSRF guard settings.
+    pub guards: Arc<guards::GuardConfig>,
+    /// Policy rules.
+    pub policy: Arc<policy::PolicyConfig>,
+}
+
+/// The pipeline in DESIGN.md's order. Onion semantics: a stage's code before
+/// `next.run` runs in list order, its code after `next.run` in reverse.
+pub fn build(parts: Parts) -> Pipeline {
+    let events = parts.events.clone();
+    let stages: Vec<Arc<dyn Stage>> = vec![
+        // 3. Hidden tools are refused before anything else looks at the call.
+        Arc::new(allowlist::Allowlist::new(parts.filter)),
+        // 4/14. BEFORE hooks see the raw call; AFTER hooks run last on the
+        // way out, so they see exactly what the agent will get.
+        Arc::new(hooks::Hooks::new(parts.hooks)),
+        // 13. Trust-wrapping acts on the way out only; it sits outside
+        // truncation so the wrapper itself is never cut off.
+        Arc::new(trust::TrustWrap::new()),
+        // 12. Truncation acts on the way out, before wrapping.
+        Arc::new(truncate::Truncate::new()),
+        // 5. The loop guard counts every attempt, even ones validation would
+        // refuse: a model repeating a broken call is looping too.
+        Arc::new(loop_guard::LoopGuard::new(events.clone())),
+        // 6. Casting and validation before guards and policy, so those read
+        // typed, well-formed arguments.
+        Arc::new(validate::Validate::new()),
+        // 7. Path/SSRF guards before policy: an escape attempt is refused
+        // outright, never put in front of a person.
+        Arc::new(guards::Guards::new(parts.guards)),
+        // 8. Policy and approval outside breaker and retry: one approval
+        // covers every attempt, and a denial never reaches the breaker.
+        Arc::new(policy::Policy::new(parts.policy)),
+        // 9/11. The breaker sees the final outcome of all attempts, so one
+        // flaky call counts once, and fails fast before any attempt.
+        Arc::new(breaker::Breaker::new(events.clone())),
+        // 10. Retry wraps the per-attempt timeout, so each attempt gets its
+        // own limit and all of them share the call's deadline.
+        Arc::new(retry::Retry::new(events)),
+        Arc::new(timeout::Timeout::new()),
+    ];
+    Pipeline::from_stages(stages, parts.events)
+}
+
+#[cfg(test)]
+pub(crate) mod testing;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stage_order_is_designs() {
+        let parts = testing::parts();
+        let names = build(parts).stage_names();
+        use StageName::*;
+        assert_eq!(
+            names,
+            [
+                Allowlist, Hooks, Trust, Truncate, LoopGuard, Validate, Guards, Policy, Breaker,
+                Retry, Timeout
+            ]
+        );
+    }
+}

@@ -1,0 +1,137 @@
+//! Test support for stage tests: a scripted inner stage and call builders.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+use super::{Call, CallResult, Next, Parts, Stage, allowlist, guards, policy};
+use crate::context::{CallContext, Caller, SessionId, SessionState};
+use crate::error::CallError;
+use crate::events::{EventBus, StageName};
+use crate::registry::RegisteredTool;
+use crate::schema::CompiledSchema;
+use crate::settings::ToolSettings;
+use crate::tool::{JsonObject, Tool, ToolDef, ToolName, ToolResult};
+
+/// Default parts for `build`.
+pub(crate) fn parts() -> Parts {
+    Parts {
+        events: EventBus::new(),
+        filter: Arc::new(allowlist::ToolFilter::allow_all()),
+        hooks: Vec::new(),
+        guards: Arc::new(guards::GuardConfig::default()),
+        policy: Arc::new(policy::PolicyConfig::default()),
+    }
+}
+
+/// A registered tool from a definition; runner answers "ran".
+pub(crate) fn registered(def: ToolDef) -> Arc<RegisteredTool> {
+    let schema =
+        CompiledSchema::compile(def.name.as_str(), &def.input_schema, false).expect("test schema");
+    let runner: Arc<dyn Tool> =
+        Arc::new(|_, _: &CallContext| async { Ok(ToolResult::text("ran")) }.boxed());
+    Arc::new(RegisteredTool {
+        def,
+        schema,
+        runner,
+    })
+}
+
+/// A definition with the given JSON schema.
+pub(crate) fn def(name: &str, schema: Value) -> ToolDef {
+    let schema: JsonObject = match schema {
+        Value::Object(o) => o,
+        _ => JsonObject::new(),
+    };
+    ToolDef::new(ToolName::new(name).expect("test name"), "test tool", schema)
+}
+
+/// A call of `def` with `args` in session `s1`.
+pub(crate) fn call_of(def: ToolDef, args: Value) -> Call {
+    call_with(def, args, ToolSettings::default(), "s1")
+}
+
+/// A call with explicit settings and session.
+pub(crate) fn call_with(def: ToolDef, args: Value, settings: ToolSettings, session: &str) -> Call {
+    let ctx = CallContext {
+        call_id: 1,
+        caller: Arc::new(Caller::via("test")),
+        session: SessionId::new(session),
+        state: SessionState::default(),
+    };
+    Call::new(1, registered(def), args, ctx, Arc::new(settings))
+}
+
+/// A call of a tool `t` with an open schema.
+pub(crate) fn simple_call(args: Value) -> Call {
+    call_of(def("t", json!({"type": "object"})), args)
+}
+
+/// An inner stage that answers from a script and records what it saw.
+#[derive(Default)]
+pub(crate) struct Script {
+    answers: Mutex<VecDeque<CallResult>>,
+    seen: Mutex<Vec<Value>>,
+}
+
+impl Script {
+    /// A script answering these results in order, then `Ok("default")`.
+    pub(crate) fn new(answers: Vec<CallResult>) -> Arc<Self> {
+        Arc::new(Self {
+            answers: Mutex::new(answers.into()),
+            seen: Mutex::default(),
+        })
+    }
+
+    /// Arguments of every call that reached the script.
+    pub(crate) fn seen(&self) -> Vec<Value> {
+        self.seen.lock().expect("lock").clone()
+    }
+
+    /// How many calls reached the script.
+    pub(crate) fn calls(&self) -> usize {
+        self.seen.lock().expect("lock").len()
+    }
+}
+
+impl Stage for Script {
+    fn name(&self) -> StageName {
+        StageName::Execute
+    }
+
+    fn handle<'a>(&'a self, call: &'a mut Call, _next: Next<'a>) -> BoxFuture<'a, CallResult> {
+        self.seen.lock().expect("lock").push(call.args.clone());
+        let answer = self.answers.lock().expect("lock").pop_front();
+        Box::pin(async move { answer.unwrap_or_else(|| Ok(ToolResult::text("default"))) })
+    }
+}
+
+/// Runs `stage` once on `call` with `script` as the rest of the pipeline.
+pub(crate) async fn run_stage(
+    stage: &dyn Stage,
+    call: &mut Call,
+    script: &Arc<Script>,
+) -> CallResult {
+    let bus = EventBus::new();
+    let rest: Vec<Arc<dyn Stage>> = vec![script.clone()];
+    stage.handle(call, Next::new(&rest, &bus)).await
+}
+
+/// Like [`run_stage`] but with a caller-supplied event bus.
+pub(crate) async fn run_stage_on(
+    stage: &dyn Stage,
+    call: &mut Call,
+    script: &Arc<Script>,
+    bus: &EventBus,
+) -> CallResult {
+    let rest: Vec<Arc<dyn Stage>> = vec![script.clone()];
+    stage.handle(call, Next::new(&rest, bus)).await
+}
+
+/// Shorthand for a failed answer.
+pub(crate) fn fail(e: CallError) -> CallResult {
+    Err(e)
+}

@@ -1,0 +1,163 @@
+//! The tunables of the pipeline, resolved per tool.
+//!
+//! Every threshold has one documented default here and can be overridden
+//! globally (`[pipeline]` in the config) and per tool (`[tools.NAME]`). The
+//! seed hard-codes its breaker at 5 failures / 60 s for every tool; a slow
+//! upstream and a local file read deserve different limits.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Circuit-breaker thresholds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BreakerConfig {
+    /// Failures inside `window` that open the breaker. Default 5 (the seed's).
+    pub failure_threshold: u32,
+    /// The sliding window failures are counted in. Default 60 s.
+    pub window: Duration,
+    /// How long an open breaker fails fast before letting probes through.
+    /// Default 30 s: long enough for a restarted upstream to come back,
+    /// short enough that a person does not wait on a healed tool.
+    pub cooldown: Duration,
+    /// Probe calls allowed while half-open; all must succeed to close.
+    /// Default 1.
+    pub half_open_probes: u32,
+}
+
+impl Default for BreakerConfig {
+    fn default() -> Self {
+        Self {
+            failure_threshold: 5,
+            window: Duration::from_secs(60),
+            cooldown: Duration::from_secs(30),
+            half_open_probes: 1,
+        }
+    }
+}
+
+/// Retry of transient failures (see `CallError::is_retryable`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryConfig {
+    /// Extra attempts after the first. Default 2.
+    pub max_retries: u32,
+    /// Backoff cap for the first retry. Default 100 ms.
+    pub initial_backoff: Duration,
+    /// Upper bound of any single backoff. Default 5 s.
+    pub max_backoff: Duration,
+    /// Growth factor per attempt. Default 2.
+    pub multiplier: f64,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        Self {
+            max_retries: 2,
+            initial_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(5),
+            multiplier: 2.0,
+        }
+    }
+}
+
+/// Loop-guard thresholds: how many identical calls (or A-B-A-B rounds)
+/// inside `window` lead to each level.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoopGuardConfig {
+    /// Window the repeats are counted in. Default 120 s.
+    pub window: Duration,
+    /// Repeats at which the result carries a warning. Default 3.
+    pub warn_at: u32,
+    /// Repeats at which the call is refused. Default 5.
+    pub block_at: u32,
+    /// Repeats at which the whole session is halted. Default 8.
+    pub halt_at: u32,
+}
+
+impl Default for LoopGuardConfig {
+    fn default() -> Self {
+        Self {
+            window: Duration::from_secs(120),
+            warn_at: 3,
+            block_at: 5,
+            halt_at: 8,
+        }
+    }
+}
+
+/// Output truncation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TruncateConfig {
+    /// Largest text output passed on, in bytes. Default 32 KiB: roughly
+    /// 8k tokens, a quarter of a small context window.
+    pub max_bytes: usize,
+}
+
+impl Default for TruncateConfig {
+    fn default() -> Self {
+        Self {
+            max_bytes: 32 * 1024,
+        }
+    }
+}
+
+/// Everything the pipeline needs to know about one tool's limits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSettings {
+    /// Limit for one attempt. Default 30 s.
+    pub timeout: Duration,
+    /// Limit for the whole call, all retries and backoffs included (approval
+    /// waiting excluded). Default 120 s.
+    pub deadline: Duration,
+    /// Retry policy.
+    pub retry: RetryConfig,
+    /// Breaker thresholds.
+    pub breaker: BreakerConfig,
+    /// Loop-guard thresholds.
+    pub loop_guard: LoopGuardConfig,
+    /// Truncation limit.
+    pub truncate: TruncateConfig,
+}
+
+impl Default for ToolSettings {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(30),
+            deadline: Duration::from_secs(120),
+            retry: RetryConfig::default(),
+            breaker: BreakerConfig::default(),
+            loop_guard: LoopGuardConfig::default(),
+            truncate: TruncateConfig::default(),
+        }
+    }
+}
+
+/// Global defaults plus per-tool overrides, already merged.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    defaults: Arc<ToolSettings>,
+    per_tool: HashMap<String, Arc<ToolSettings>>,
+}
+
+impl Settings {
+    /// Settings from merged defaults and overrides.
+    pub fn new(defaults: ToolSettings, per_tool: HashMap<String, ToolSettings>) -> Self {
+        Self {
+            defaults: Arc::new(defaults),
+            per_tool: per_tool
+                .into_iter()
+                .map(|(k, v)| (k, Arc::new(v)))
+                .collect(),
+        }
+    }
+
+    /// The settings that apply to `tool`.
+    pub fn resolve(&self, tool: &str) -> Arc<ToolSettings> {
+        self.per_tool.get(tool).unwrap_or(&self.defaults).clone()
+    }
+
+    /// The global defaults.
+    pub fn defaults(&self) -> &ToolSettings {
+        &self.defaults
+    }
+}

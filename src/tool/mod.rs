@@ -1,0 +1,50 @@
+//! What a tool is: its definition ([`ToolDef`]), what it returns
+//! ([`ToolResult`]) and how it is run ([`Tool`]).
+//!
+//! Every source of tools (built-ins, plugins, agents, upstream MCP servers)
+//! produces the same `ToolDef`, so the pipeline governs them all alike.
+
+mod def;
+mod result;
+mod typed;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+pub use def::{
+    Annotations, GuardKind, JsonObject, ParamGuard, Risk, Source, ToolDef, ToolName, ToolNameError,
+    Trust,
+};
+pub use result::{Content, ToolResult};
+pub use typed::{TypedTool, schema_for, typed_tool};
+
+use crate::context::CallContext;
+use crate::error::CallError;
+
+/// A runnable tool. Arguments arrive already cast and validated against the
+/// tool's input schema; the context carries what the agent must not be able
+/// to forge (caller, session), which is why it is not part of the arguments.
+pub trait Tool: Send + Sync + 'static {
+    /// Runs the tool once. Retry, timeout and the breaker live outside.
+    fn call<'a>(
+        &'a self,
+        args: Value,
+        ctx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<ToolResult, CallError>>;
+}
+
+impl<F> Tool for F
+where
+    F: Fn(Value, &CallContext) -> BoxFuture<'static, Result<ToolResult, CallError>>
+        + Send
+        + Sync
+        + 'static,
+{
+    fn call<'a>(
+        &'a self,
+        args: Value,
+        ctx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<ToolResult, CallError>> {
+        self(args, ctx)
+    }
+}
