@@ -58,6 +58,9 @@ pub struct Call {
     pub settings: Arc<ToolSettings>,
     /// When the call arrived.
     pub received: Instant,
+    /// When all attempts must be done; set by the retry stage, read by the
+    /// per-attempt timeout so no attempt outlives the call.
+    pub deadline: Option<Instant>,
     notices: Vec<String>,
     notes: Vec<(StageName, String)>,
     trace: Vec<(StageName, Duration)>,
@@ -79,6 +82,7 @@ impl Call {
             ctx,
             settings,
             received: Instant::now(),
+            deadline: None,
             notices: Vec::new(),
             notes: Vec::new(),
             trace: Vec::with_capacity(12),
