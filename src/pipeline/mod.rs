@@ -241,6 +241,10 @@ pub struct Parts {
     pub guards: Arc<guards::GuardConfig>,
     /// Policy rules.
     pub policy: Arc<policy::PolicyConfig>,
+    /// The breaker stage, shared so the engine can show and reset breakers.
+    pub breaker: Arc<breaker::Breaker>,
+    /// The loop guard, shared so the engine can reset halted sessions.
+    pub loop_guard: Arc<loop_guard::LoopGuard>,
 }
 
 /// The pipeline in DESIGN.md's order. Onion semantics: a stage's code before
@@ -260,7 +264,7 @@ pub fn build(parts: Parts) -> Pipeline {
         Arc::new(truncate::Truncate::new()),
         // 5. The loop guard counts every attempt, even ones validation would
         // refuse: a model repeating a broken call is looping too.
-        Arc::new(loop_guard::LoopGuard::new(events.clone())),
+        parts.loop_guard,
         // 6. Casting and validation before guards and policy, so those read
         // typed, well-formed arguments.
         Arc::new(validate::Validate::new()),
@@ -272,7 +276,7 @@ pub fn build(parts: Parts) -> Pipeline {
         Arc::new(policy::Policy::new(parts.policy)),
         // 9/11. The breaker sees the final outcome of all attempts, so one
         // flaky call counts once, and fails fast before any attempt.
-        Arc::new(breaker::Breaker::new(events.clone())),
+        parts.breaker,
         // 10. Retry wraps the per-attempt timeout, so each attempt gets its
         // own limit and all of them share the call's deadline.
         Arc::new(retry::Retry::new(events)),

@@ -7,7 +7,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::{Call, CallResult, Next, Parts, Stage, allowlist, guards, policy};
+use super::{Call, CallResult, Next, Parts, Stage, allowlist, breaker, guards, loop_guard, policy};
 use crate::context::{CallContext, Caller, SessionId, SessionState};
 use crate::error::CallError;
 use crate::events::{EventBus, StageName};
@@ -18,8 +18,11 @@ use crate::tool::{JsonObject, Tool, ToolDef, ToolName, ToolResult};
 
 /// Default parts for `build`.
 pub(crate) fn parts() -> Parts {
+    let events = EventBus::new();
     Parts {
-        events: EventBus::new(),
+        breaker: Arc::new(breaker::Breaker::new(events.clone())),
+        loop_guard: Arc::new(loop_guard::LoopGuard::new(events.clone())),
+        events,
         filter: Arc::new(allowlist::ToolFilter::allow_all()),
         hooks: Vec::new(),
         guards: Arc::new(guards::GuardConfig::default()),
