@@ -6,10 +6,12 @@
 
 pub mod builtin;
 pub mod canonical;
+pub mod config;
 pub mod context;
 pub mod error;
 pub mod events;
 pub mod guard;
+pub mod paths;
 pub mod pipeline;
 pub mod registry;
 pub mod schema;

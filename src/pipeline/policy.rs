@@ -18,7 +18,7 @@ use crate::events::StageName;
 use crate::tool::{Risk, ToolDef};
 
 /// A policy verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// Run without asking.

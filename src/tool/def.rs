@@ -126,7 +126,19 @@ impl Serialize for Source {
 /// How far a tool's *output* is trusted. `External` and `Untrusted` output is
 /// trust-wrapped before the model sees it, because it may carry injected
 /// instructions (a web page, an email, a third-party server's text).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Trust {
     /// toolgate's own tools that return local data.
@@ -148,7 +160,18 @@ impl Trust {
 
 /// How much harm a call can do; drives policy and approval.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    Default,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Risk {

@@ -1,0 +1,126 @@
+use super::*;
+use crate::pipeline::policy::Verdict;
+use crate::tool::Risk;
+
+fn parse(text: &str) -> Result<Config, ConfigError> {
+    Config::parse(text, Path::new("t.toml"))
+}
+
+#[test]
+fn empty_file_gives_documented_defaults() {
+    let c = parse("").unwrap();
+    let d = c.settings.defaults();
+    assert_eq!(d.timeout, Duration::from_secs(30));
+    assert_eq!(d.breaker.failure_threshold, 5);
+    assert_eq!(c.policy.ask_at, Risk::High);
+    assert!(c.allowed_tools.is_none());
+    assert!(c.builtin.roots.is_empty());
+    assert!(!c.builtin.allow_local);
+}
+
+#[test]
+fn per_tool_overrides_merge_over_global_limits() {
+    let c = parse(
+        r#"
+        [pipeline]
+        timeout_ms = 5000
+        [pipeline.breaker]
+        failure_threshold = 3
+        [tools.shell_exec]
+        timeout_ms = 1000
+        policy = "deny"
+        risk = "critical"
+        [tools.shell_exec.retry]
+        max_retries = 0
+        "#,
+    )
+    .unwrap();
+    let sh = c.settings.resolve("shell_exec");
+    assert_eq!(sh.timeout, Duration::from_millis(1000));
+    assert_eq!(sh.retry.max_retries, 0);
+    assert_eq!(
+        sh.breaker.failure_threshold, 3,
+        "inherits the global override"
+    );
+    let other = c.settings.resolve("fs_read");
+    assert_eq!(other.timeout, Duration::from_millis(5000));
+    assert_eq!(other.retry.max_retries, 2);
+    assert_eq!(c.policy.per_tool["shell_exec"], Verdict::Deny);
+    assert_eq!(c.policy.risk["shell_exec"], Risk::Critical);
+}
+
+#[test]
+fn unknown_key_is_reported_with_its_line() {
+    let e = parse("strict = true\n[pipeline]\ntimeout = 5\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("line 3"), "{e}");
+    assert!(e.contains("unknown field `timeout`"), "{e}");
+}
+
+#[test]
+fn wrong_type_is_reported_with_its_key() {
+    let e = parse("[pipeline.breaker]\nfailure_threshold = \"five\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("line 2") && e.contains("failure_threshold"),
+        "{e}"
+    );
+}
+
+#[test]
+fn every_range_problem_is_listed_with_its_path() {
+    let e = parse(
+        r#"
+        [pipeline]
+        timeout_ms = 0
+        max_output_bytes = 10
+        [pipeline.breaker]
+        failure_threshold = 0
+        [pipeline.retry]
+        multiplier = 0.5
+        [tools."bad.name"]
+        timeout_ms = 1
+        [tools.t.loop_guard]
+        warn_at = 9
+        "#,
+    )
+    .unwrap_err()
+    .to_string();
+    for needle in [
+        "pipeline.timeout_ms: must be at least 1",
+        "pipeline.max_output_bytes: must be at least 256",
+        "pipeline.breaker.failure_threshold: must be at least 1",
+        "pipeline.retry.multiplier: must be a number ≥ 1.0, got 0.5",
+        "tools.bad.name: tool name `bad.name` contains '.'",
+        "tools.t.loop_guard: need 2 ≤ warn_at ≤ block_at ≤ halt_at, got 9 / 5 / 8",
+    ] {
+        assert!(e.contains(needle), "missing {needle:?} in {e}");
+    }
+}
+
+#[test]
+fn deadline_shorter_than_timeout_is_rejected() {
+    let e = parse("[tools.x]\ntimeout_ms = 5000\ndeadline_ms = 1000\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("tools.x.deadline_ms: 1000 is shorter than timeout_ms 5000"),
+        "{e}"
+    );
+}
+
+#[test]
+fn missing_explicit_file_is_an_error_but_missing_default_is_not() {
+    let e = Config::load(Some(Path::new("/nonexistent/toolgate.toml"))).unwrap_err();
+    assert!(matches!(e, ConfigError::Read { .. }), "{e}");
+}
+
+#[test]
+fn builtin_roots_expand_home() {
+    let c = parse("[builtin]\nroots = [\"~/proj\", \"/srv\"]\nallow_local = true\n").unwrap();
+    assert!(c.builtin.roots[0].is_absolute() && c.builtin.roots[0].ends_with("proj"));
+    assert_eq!(c.builtin.roots[1], PathBuf::from("/srv"));
+    assert!(c.builtin.allow_local);
+}
