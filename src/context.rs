@@ -113,6 +113,29 @@ impl fmt::Debug for SessionState {
     }
 }
 
+/// One agent session as an entry point sees it: created per connection (or
+/// per CLI run), it ties calls together for the loop guard and shares state.
+#[derive(Debug, Clone)]
+pub struct Session {
+    /// The session id.
+    pub id: SessionId,
+    /// Who is on the other end, as the entry point established it.
+    pub caller: Arc<Caller>,
+    /// State shared by the session's calls.
+    pub state: SessionState,
+}
+
+impl Session {
+    /// A fresh session for `caller`.
+    pub fn new(id: impl Into<Arc<str>>, caller: Caller) -> Self {
+        Self {
+            id: SessionId::new(id),
+            caller: Arc::new(caller),
+            state: SessionState::default(),
+        }
+    }
+}
+
 /// What a tool receives besides its arguments.
 #[derive(Debug, Clone)]
 pub struct CallContext {

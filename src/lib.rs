@@ -8,6 +8,7 @@ pub mod builtin;
 pub mod canonical;
 pub mod config;
 pub mod context;
+pub mod engine;
 pub mod error;
 pub mod events;
 pub mod guard;
@@ -18,4 +19,5 @@ pub mod schema;
 pub mod settings;
 pub mod tool;
 
+pub use engine::{CallReply, Engine};
 pub use error::{CallError, ErrorKind};

@@ -1,0 +1,239 @@
+//! The engine: registry + pipeline + event stream, behind one `call`.
+//!
+//! Every entry point (CLI, agent socket, HTTP, desktop shell) holds an
+//! [`Engine`] and nothing else, so all of them get exactly the same
+//! governance. `Engine::call` performs DESIGN.md's stages 1, 2 and 14
+//! itself (receive, resolve, finish) and runs stages 3–13 through the
+//! [`Pipeline`].
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::broadcast;
+use tokio::time::Instant;
+
+use crate::config::Config;
+use crate::context::{CallContext, Session};
+use crate::error::CallError;
+use crate::events::{Event, EventBus, Outcome, StageName};
+use crate::pipeline::allowlist::ToolFilter;
+use crate::pipeline::breaker::Breaker;
+use crate::pipeline::hooks::Hook;
+use crate::pipeline::loop_guard::LoopGuard;
+use crate::pipeline::{self, Call, Parts, Pipeline};
+use crate::registry::Registry;
+use crate::settings::Settings;
+use crate::tool::{Content, ToolDef, ToolResult};
+
+/// What a call produced, plus what the pipeline recorded about it.
+#[derive(Debug)]
+pub struct CallReply {
+    /// Engine-wide call id.
+    pub call_id: u64,
+    /// The result the agent gets (notices already appended).
+    pub result: Result<ToolResult, CallError>,
+    /// Time from arrival to reply.
+    pub elapsed: Duration,
+    /// What stages did, for people.
+    pub notes: Vec<(StageName, String)>,
+    /// Inclusive time per stage, innermost first.
+    pub trace: Vec<(StageName, Duration)>,
+}
+
+struct Inner {
+    registry: Registry,
+    events: EventBus,
+    settings: Settings,
+    pipeline: Pipeline,
+    filter: Arc<ToolFilter>,
+    breaker: Arc<Breaker>,
+    loop_guard: Arc<LoopGuard>,
+    next_id: AtomicU64,
+}
+
+/// The governed tool engine. Cloning shares it.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+/// Builds an [`Engine`]; see [`Engine::builder`].
+pub struct EngineBuilder {
+    config: Config,
+    hooks: Vec<Arc<dyn Hook>>,
+    filter: Option<ToolFilter>,
+    events: EventBus,
+}
+
+impl EngineBuilder {
+    /// Adds a BEFORE/AFTER hook (run in the order added).
+    pub fn hook(mut self, hook: Arc<dyn Hook>) -> Self {
+        self.hooks.push(hook);
+        self
+    }
+
+    /// Uses this tool filter instead of the one from the config.
+    pub fn filter(mut self, filter: ToolFilter) -> Self {
+        self.filter = Some(filter);
+        self
+    }
+
+    /// Builds the engine with an empty registry.
+    pub fn build(self) -> Engine {
+        let events = self.events;
+        let registry = Registry::new(events.clone(), self.config.strict_schemas);
+        let filter = Arc::new(self.filter.unwrap_or_else(ToolFilter::allow_all));
+        let breaker = Arc::new(Breaker::new(events.clone()));
+        let loop_guard = Arc::new(LoopGuard::new(events.clone()));
+        let pipeline = pipeline::build(Parts {
+            events: events.clone(),
+            filter: filter.clone(),
+            hooks: self.hooks,
+            guards: Arc::new(pipeline::guards::GuardConfig::default()),
+            policy: Arc::new(self.config.policy.clone()),
+            breaker: breaker.clone(),
+            loop_guard: loop_guard.clone(),
+        });
+        Engine {
+            inner: Arc::new(Inner {
+                registry,
+                events,
+                settings: self.config.settings.clone(),
+                pipeline,
+                filter,
+                breaker,
+                loop_guard,
+                next_id: AtomicU64::new(1),
+            }),
+        }
+    }
+}
+
+impl Engine {
+    /// A builder from a validated config.
+    pub fn builder(config: Config) -> EngineBuilder {
+        EngineBuilder {
+            config,
+            hooks: Vec::new(),
+            filter: None,
+            events: EventBus::new(),
+        }
+    }
+
+    /// The registry, for entry points that add or remove tools.
+    pub fn registry(&self) -> &Registry {
+        &self.inner.registry
+    }
+
+    /// A subscriber to every engine event from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.inner.events.subscribe()
+    }
+
+    /// The event bus (for components that publish, such as upstream clients).
+    pub fn events(&self) -> &EventBus {
+        &self.inner.events
+    }
+
+    /// The circuit breakers.
+    pub fn breaker(&self) -> &Breaker {
+        &self.inner.breaker
+    }
+
+    /// The loop guard (to reset halted sessions).
+    pub fn loop_guard(&self) -> &LoopGuard {
+        &self.inner.loop_guard
+    }
+
+    /// The tools an agent may see: the registry through the allowlist,
+    /// sorted by name.
+    pub fn tools(&self) -> Vec<ToolDef> {
+        let snap = self.inner.registry.snapshot();
+        snap.sorted()
+            .into_iter()
+            .filter(|t| self.inner.filter.permits(t.def.name.as_str()).is_ok())
+            .map(|t| t.def.clone())
+            .collect()
+    }
+
+    /// Runs one call through the governed pipeline.
+    pub async fn call(&self, session: &Session, tool: &str, args: Value) -> CallReply {
+        let inner = &*self.inner;
+        let call_id = inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let started = Instant::now();
+        let tool_name: Arc<str> = Arc::from(tool);
+        if inner.events.is_watched() {
+            inner.events.emit(Event::CallReceived {
+                call_id,
+                tool: tool_name.clone(),
+                caller: session.caller.to_string(),
+                session: session.id.to_string(),
+            });
+        }
+        let (result, notes, trace) = match inner.registry.resolve(tool) {
+            Err(e) => (Err(e), Vec::new(), Vec::new()),
+            Ok(resolved) => {
+                let ctx = CallContext {
+                    call_id,
+                    caller: session.caller.clone(),
+                    session: session.id.clone(),
+                    state: session.state.clone(),
+                };
+                let settings = inner.settings.resolve(tool);
+                let mut call = Call::new(call_id, resolved, args, ctx, settings);
+                let result = inner
+                    .pipeline
+                    .run(&mut call)
+                    .await
+                    .map(|r| with_notices(r, call.notices()));
+                (result, call.notes().to_vec(), call.trace().to_vec())
+            }
+        };
+        let elapsed = started.elapsed();
+        inner.events.emit(Event::CallFinished {
+            call_id,
+            tool: tool_name,
+            outcome: outcome(&result),
+            elapsed,
+        });
+        CallReply {
+            call_id,
+            result,
+            elapsed,
+            notes,
+            trace,
+        }
+    }
+}
+
+/// Appends toolgate's own messages after the (possibly wrapped) output, so
+/// they are never inside an untrusted wrapper.
+fn with_notices(mut r: ToolResult, notices: &[String]) -> ToolResult {
+    for n in notices {
+        r.content.push(Content::text(format!("[toolgate] {n}")));
+    }
+    r
+}
+
+fn outcome(result: &Result<ToolResult, CallError>) -> Outcome {
+    match result {
+        Ok(r) => Outcome::Ok {
+            is_error: r.is_error,
+            size: r.size(),
+        },
+        Err(e) => Outcome::Err {
+            kind: e.kind(),
+            message: e.to_string(),
+        },
+    }
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("registry", &self.inner.registry)
+            .finish_non_exhaustive()
+    }
+}
