@@ -1,1 +1,85 @@
-fn main() {}
+//! Governed call vs direct call of a trivial tool.
+//!
+//! `governed`: `Engine::call` with every stage on (allowlist, hooks, trust,
+//! truncate, loop guard, cast + validate, guards, policy, breaker, retry,
+//! timeout) and one subscriber on the event stream, as when the UI watches.
+//! `direct`: the same tool's `Tool::call`. The difference is toolgate's
+//! overhead per call. Arguments change every iteration so the loop guard
+//! sees distinct calls, as it would in real use.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use futures::FutureExt;
+use serde_json::json;
+use toolgate::Engine;
+use toolgate::config::Config;
+use toolgate::context::{CallContext, Caller, Session};
+use toolgate::tool::{JsonObject, Tool, ToolDef, ToolName, ToolResult};
+
+fn echo() -> (ToolDef, Arc<dyn Tool>) {
+    let schema: JsonObject = match json!({
+        "type": "object",
+        "properties": {"text": {"type": "string"}, "n": {"type": "integer"}},
+        "required": ["text"]
+    }) {
+        serde_json::Value::Object(o) => o,
+        _ => unreachable!(),
+    };
+    let def = ToolDef::new(
+        ToolName::new("echo").expect("name"),
+        "Echoes its text.",
+        schema,
+    );
+    let tool: Arc<dyn Tool> = Arc::new(|args: serde_json::Value, _: &CallContext| {
+        async move {
+            Ok(ToolResult::text(
+                args["text"].as_str().unwrap_or_default().to_owned(),
+            ))
+        }
+        .boxed()
+    });
+    (def, tool)
+}
+
+fn bench(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let engine = Engine::builder(Config::default()).build();
+    let (def, tool) = echo();
+    engine
+        .registry()
+        .register(def, tool.clone())
+        .expect("register");
+    let _watcher = engine.subscribe();
+    let session = Session::new("bench", Caller::via("bench"));
+    let ctx = CallContext {
+        call_id: 0,
+        caller: session.caller.clone(),
+        session: session.id.clone(),
+        state: session.state.clone(),
+    };
+    let n = AtomicU64::new(0);
+    let mut g = c.benchmark_group("pipeline");
+    g.bench_function("direct", |b| {
+        b.to_async(&rt).iter(|| async {
+            let i = n.fetch_add(1, Ordering::Relaxed);
+            tool.call(json!({"text": "hi", "n": i}), &ctx).await
+        })
+    });
+    g.bench_function("governed", |b| {
+        b.to_async(&rt).iter(|| async {
+            let i = n.fetch_add(1, Ordering::Relaxed);
+            engine
+                .call(&session, "echo", json!({"text": "hi", "n": i}))
+                .await
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

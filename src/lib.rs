@@ -17,6 +17,7 @@ pub mod pipeline;
 pub mod registry;
 pub mod schema;
 pub mod settings;
+pub mod setup;
 pub mod tool;
 
 pub use engine::{CallReply, Engine};

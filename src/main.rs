@@ -1,1 +1,190 @@
-fn main() {}
+//! The `toolgate` command: thin glue over the engine library. All behaviour
+//! lives in the library; this file parses flags, builds an engine and
+//! prints. Errors are one line on stderr and a non-zero exit (1: the call
+//! failed or was refused; 2: bad usage or configuration).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use serde_json::{Value, json};
+
+use toolgate::config::Config;
+use toolgate::context::{Caller, Session};
+use toolgate::{CallReply, Engine};
+
+/// Governs the tool calls of AI agents.
+#[derive(Parser)]
+#[command(name = "toolgate", version, about)]
+struct Cli {
+    /// Config file (default: ~/.config/toolgate/config.toml).
+    #[arg(long, global = true, env = "TOOLGATE_CONFIG")]
+    config: Option<PathBuf>,
+    /// Data directory (default: ~/.local/share/toolgate).
+    #[arg(long, global = true, env = "TOOLGATE_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// Extra root directory for the file tools and shell_exec (repeatable).
+    #[arg(long = "root", global = true)]
+    roots: Vec<PathBuf>,
+    /// Treat warnings as errors (also when CI=true).
+    #[arg(long, global = true)]
+    strict: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the tools agents can see.
+    Tools {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one tool call through the governed pipeline.
+    Call {
+        /// Tool name.
+        tool: String,
+        /// Arguments as a JSON object.
+        #[arg(long, default_value = "{}")]
+        args: String,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    init_tracing();
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => return fail(2, &format!("cannot start the async runtime: {e}")),
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(e) => fail(2, &format!("{e:#}")),
+    }
+}
+
+fn fail(code: u8, message: &str) -> ExitCode {
+    eprintln!("toolgate: error: {message}");
+    ExitCode::from(code)
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLGATE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let engine = engine(&cli)?;
+    match cli.command {
+        Command::Tools { json } => {
+            print_tools(&engine, json)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Call { tool, args, json } => {
+            let args: Value = serde_json::from_str(&args).context("--args is not valid JSON")?;
+            anyhow::ensure!(
+                args.is_object(),
+                "--args must be a JSON object, got {}",
+                kind_of(&args)
+            );
+            let session = Session::new(format!("cli-{}", std::process::id()), cli_caller());
+            let reply = engine.call(&session, &tool, args).await;
+            print_reply(&reply, json)
+        }
+    }
+}
+
+fn engine(cli: &Cli) -> anyhow::Result<Engine> {
+    let mut config = Config::load(cli.config.as_deref())?;
+    config.strict |= cli.strict || std::env::var("CI").is_ok_and(|v| v == "true");
+    config.builtin.roots.extend(cli.roots.iter().cloned());
+    if let Some(dir) = &cli.data_dir {
+        config.data_dir = Some(dir.clone());
+    }
+    Ok(toolgate::setup::engine(config)?)
+}
+
+fn cli_caller() -> Caller {
+    Caller {
+        pid: i32::try_from(std::process::id()).ok(),
+        ..Caller::via("cli")
+    }
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn print_tools(engine: &Engine, json: bool) -> anyhow::Result<()> {
+    let tools = engine.tools();
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &tools)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let width = tools
+        .iter()
+        .map(|t| t.name.as_str().len())
+        .max()
+        .unwrap_or(4);
+    for t in &tools {
+        let summary = t.description.lines().next().unwrap_or("");
+        let risk = format!("{:?}", t.risk).to_lowercase();
+        writeln!(
+            out,
+            "{:width$}  {:8}  {:8}  {summary}",
+            t.name.as_str(),
+            t.source.to_string(),
+            risk
+        )?;
+    }
+    Ok(())
+}
+
+fn print_reply(reply: &CallReply, json: bool) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    let failed = match &reply.result {
+        Ok(r) => r.is_error,
+        Err(_) => true,
+    };
+    if json {
+        let body = match &reply.result {
+            Ok(r) => json!({"call_id": reply.call_id, "ok": !r.is_error, "result": r}),
+            Err(e) => json!({"call_id": reply.call_id, "ok": false,
+                             "error": {"kind": e.kind(), "message": e.to_string()}}),
+        };
+        serde_json::to_writer_pretty(&mut out, &body)?;
+        writeln!(out)?;
+    } else {
+        match &reply.result {
+            Ok(r) => writeln!(out, "{}", r.joined_text())?,
+            Err(e) => {
+                drop(out);
+                return Ok(fail(1, &format!("{} ({})", e, e.kind())));
+            }
+        }
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -72,6 +72,8 @@ pub struct Config {
     pub strict: bool,
     /// Close tool object schemas.
     pub strict_schemas: bool,
+    /// Data directory override (`None` = XDG default).
+    pub data_dir: Option<PathBuf>,
     /// Allowlist from the file (the environment may override it).
     pub allowed_tools: Option<Vec<String>>,
     /// Denylist.
@@ -92,6 +94,7 @@ impl Default for Config {
             path: None,
             strict: false,
             strict_schemas: false,
+            data_dir: None,
             allowed_tools: None,
             denied_tools: Vec::new(),
             settings: Settings::default(),
@@ -187,6 +190,7 @@ impl Config {
             path,
             strict: raw.strict.unwrap_or(false),
             strict_schemas: raw.strict_schemas.unwrap_or(false),
+            data_dir: raw.data_dir.as_deref().map(crate::paths::expand_home),
             allowed_tools: raw.allowed_tools,
             denied_tools: raw.denied_tools,
             settings: Settings::new(defaults, per_tool),

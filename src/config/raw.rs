@@ -18,6 +18,8 @@ pub struct RawConfig {
     pub strict: Option<bool>,
     /// Close every tool's object schemas (`additionalProperties: false`).
     pub strict_schemas: Option<bool>,
+    /// Where the audit log lives (`~` expanded). Also `--data-dir`.
+    pub data_dir: Option<String>,
     /// Tool-name globs that are visible; unset = all. `TOOLGATE_ALLOWED_TOOLS` wins.
     pub allowed_tools: Option<Vec<String>>,
     /// Tool-name globs that are never visible; beats the allowlist.
