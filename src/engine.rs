@@ -14,6 +14,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 
+use crate::audit::{AuditLog, CallRecord};
 use crate::config::Config;
 use crate::context::{CallContext, Session};
 use crate::error::CallError;
@@ -50,6 +51,7 @@ struct Inner {
     filter: Arc<ToolFilter>,
     breaker: Arc<Breaker>,
     loop_guard: Arc<LoopGuard>,
+    audit: Option<AuditLog>,
     next_id: AtomicU64,
 }
 
@@ -65,6 +67,7 @@ pub struct EngineBuilder {
     hooks: Vec<Arc<dyn Hook>>,
     filter: Option<ToolFilter>,
     events: EventBus,
+    audit: Option<AuditLog>,
 }
 
 impl EngineBuilder {
@@ -77,6 +80,12 @@ impl EngineBuilder {
     /// Uses this tool filter instead of the one from the config.
     pub fn filter(mut self, filter: ToolFilter) -> Self {
         self.filter = Some(filter);
+        self
+    }
+
+    /// Records every call in `audit` before its reply is returned.
+    pub fn audit(mut self, audit: AuditLog) -> Self {
+        self.audit = Some(audit);
         self
     }
 
@@ -105,6 +114,7 @@ impl EngineBuilder {
                 filter,
                 breaker,
                 loop_guard,
+                audit: self.audit,
                 next_id: AtomicU64::new(1),
             }),
         }
@@ -119,6 +129,7 @@ impl Engine {
             hooks: Vec::new(),
             filter: None,
             events: EventBus::new(),
+            audit: None,
         }
     }
 
@@ -158,10 +169,18 @@ impl Engine {
             .collect()
     }
 
-    /// Runs one call through the governed pipeline.
+    /// The audit log, if the engine records calls.
+    pub fn audit(&self) -> Option<&AuditLog> {
+        self.inner.audit.as_ref()
+    }
+
+    /// Runs one call through the governed pipeline. With an audit log, the
+    /// call's row is committed before this returns; if it cannot be, the
+    /// agent gets an error instead of an unrecorded result (fail closed).
     pub async fn call(&self, session: &Session, tool: &str, args: Value) -> CallReply {
         let inner = &*self.inner;
         let call_id = inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let ts_ms = crate::audit::now_ms();
         let started = Instant::now();
         let tool_name: Arc<str> = Arc::from(tool);
         if inner.events.is_watched() {
@@ -172,39 +191,68 @@ impl Engine {
                 session: session.id.to_string(),
             });
         }
-        let (result, notes, trace) = match inner.registry.resolve(tool) {
-            Err(e) => (Err(e), Vec::new(), Vec::new()),
+        let (mut reply, args, schema) = match inner.registry.resolve(tool) {
+            Err(e) => (reply(call_id, Err(e), started), args, None),
             Ok(resolved) => {
-                let ctx = CallContext {
-                    call_id,
-                    caller: session.caller.clone(),
-                    session: session.id.clone(),
-                    state: session.state.clone(),
-                };
-                let settings = inner.settings.resolve(tool);
-                let mut call = Call::new(call_id, resolved, args, ctx, settings);
-                let result = inner
-                    .pipeline
-                    .run(&mut call)
-                    .await
-                    .map(|r| with_notices(r, call.notices()));
-                (result, call.notes().to_vec(), call.trace().to_vec())
+                let schema = resolved.schema.schema().clone();
+                let (reply, args) = self.run(session, call_id, resolved, args, started).await;
+                (reply, args, Some(schema))
             }
         };
-        let elapsed = started.elapsed();
+        if let Some(audit) = &inner.audit {
+            let rec =
+                CallRecord::from_reply(ts_ms, session, tool, &args, schema.as_deref(), &reply);
+            if let Err(e) = audit.record_call(rec).await {
+                reply.result = Err(CallError::internal(format!(
+                    "{e}; the reply was withheld because it could not be recorded (the tool may have run)"
+                )));
+            }
+        }
         inner.events.emit(Event::CallFinished {
             call_id,
             tool: tool_name,
-            outcome: outcome(&result),
-            elapsed,
+            outcome: outcome(&reply.result),
+            elapsed: reply.elapsed,
         });
-        CallReply {
+        reply
+    }
+
+    async fn run(
+        &self,
+        session: &Session,
+        call_id: u64,
+        tool: Arc<crate::registry::RegisteredTool>,
+        args: Value,
+        started: Instant,
+    ) -> (CallReply, Value) {
+        let ctx = CallContext {
             call_id,
-            result,
-            elapsed,
-            notes,
-            trace,
-        }
+            caller: session.caller.clone(),
+            session: session.id.clone(),
+            state: session.state.clone(),
+        };
+        let settings = self.inner.settings.resolve(tool.def.name.as_str());
+        let mut call = Call::new(call_id, tool, args, ctx, settings);
+        let result = self
+            .inner
+            .pipeline
+            .run(&mut call)
+            .await
+            .map(|r| with_notices(r, call.notices()));
+        let mut reply = reply(call_id, result, started);
+        reply.notes = call.notes().to_vec();
+        reply.trace = call.trace().to_vec();
+        (reply, call.args)
+    }
+}
+
+fn reply(call_id: u64, result: Result<ToolResult, CallError>, started: Instant) -> CallReply {
+    CallReply {
+        call_id,
+        result,
+        elapsed: started.elapsed(),
+        notes: Vec::new(),
+        trace: Vec::new(),
     }
 }
 
