@@ -11,7 +11,7 @@ use crate::events::StageName;
 use crate::tool::JsonObject;
 
 /// Text stored in place of a secret argument.
-pub const REDACTED: &str = "[redacted]";
+pub(crate) const REDACTED: &str = "[redacted]";
 
 /// One call, ready to insert.
 #[derive(Debug, Clone, PartialEq, Eq)]
