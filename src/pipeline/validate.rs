@@ -1,12 +1,22 @@
-//! Stage 6: casting and validation. (Stub.)
+//! Stage 6: casting and validation.
+//!
+//! Contract: every call, whatever the tool's source (built-in, MCP, agent),
+//! has its arguments cast toward the tool's compiled schema and validated
+//! ([`CompiledSchema::check`](crate::schema::CompiledSchema::check)). The
+//! seed skipped this for decorated tools; we do not, so guards, policy and
+//! the tool itself only ever see well-formed arguments. On success each cast
+//! is recorded as a note of this stage and the call goes on with the cast
+//! arguments; on failure [`CallError::InvalidArgs`](crate::error::CallError)
+//! is returned and nothing further runs.
 
 use futures::future::BoxFuture;
 
 use super::{Call, CallResult, Next, Stage};
 use crate::events::StageName;
 
-/// The validate stage.
-#[derive(Default)]
+/// The validate stage. Stateless: the compiled schema travels with the
+/// call's tool, so one instance serves every tool.
+#[derive(Debug, Default)]
 pub struct Validate {}
 
 impl Validate {
@@ -22,6 +32,114 @@ impl Stage for Validate {
     }
 
     fn handle<'a>(&'a self, call: &'a mut Call, next: Next<'a>) -> BoxFuture<'a, CallResult> {
-        Box::pin(next.run(call))
+        Box::pin(async move {
+            let notes = call
+                .tool
+                .schema
+                .check(call.tool.def.name.as_str(), &mut call.args)?;
+            for note in notes {
+                call.note(StageName::Validate, note.to_string());
+            }
+            next.run(call).await
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::error::CallError;
+    use crate::events::EventBus;
+    use crate::pipeline::testing::{
+        Script, call_of, def, fail, run_stage, run_stage_on, simple_call,
+    };
+
+    fn schema() -> serde_json::Value {
+        json!({
+            "type": "object",
+            "properties": {"count": {"type": "integer"}, "loud": {"type": "boolean"}},
+            "required": ["count"]
+        })
+    }
+
+    #[tokio::test]
+    async fn inner_stage_sees_cast_args_and_notes_are_recorded() {
+        let mut call = call_of(def("t", schema()), json!({"Count": "3", "loud": "yes"}));
+        let script = Script::new(vec![]);
+        let result = run_stage(&Validate::new(), &mut call, &script).await;
+        assert!(result.is_ok(), "{result:?}");
+        assert_eq!(script.seen(), vec![json!({"count": 3, "loud": true})]);
+        let notes: Vec<&str> = call
+            .notes()
+            .iter()
+            .filter(|(s, _)| *s == StageName::Validate)
+            .map(|(_, n)| n.as_str())
+            .collect();
+        assert_eq!(
+            notes,
+            [
+                "argument `count`: renamed argument `Count` → `count`",
+                "argument `count`: string \"3\" → integer 3",
+                "argument `loud`: string \"yes\" → boolean true",
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn invalid_args_never_reach_the_inner_stage() {
+        let mut call = call_of(def("t", schema()), json!({"count": "three"}));
+        let script = Script::new(vec![]);
+        let result = run_stage(&Validate::new(), &mut call, &script).await;
+        match result {
+            Err(CallError::InvalidArgs { tool, problems }) => {
+                assert_eq!(tool, "t");
+                assert_eq!(problems.len(), 1);
+                assert_eq!(
+                    problems[0].to_string(),
+                    "argument `count`: expected integer, got \"three\""
+                );
+            }
+            other => panic!("expected InvalidArgs, got {other:?}"),
+        }
+        assert_eq!(script.calls(), 0);
+    }
+
+    #[tokio::test]
+    async fn missing_args_become_an_empty_object_and_are_reported() {
+        let mut call = call_of(def("t", schema()), serde_json::Value::Null);
+        let script = Script::new(vec![]);
+        let result = run_stage(&Validate::new(), &mut call, &script).await;
+        let Err(CallError::InvalidArgs { problems, .. }) = result else {
+            panic!("expected InvalidArgs, got {result:?}");
+        };
+        assert_eq!(problems[0].to_string(), "missing required argument `count`");
+        assert_eq!(script.calls(), 0);
+    }
+
+    #[tokio::test]
+    async fn valid_args_pass_unchanged_without_notes() {
+        let args = json!({"count": 2, "loud": false});
+        let mut call = call_of(def("t", schema()), args.clone());
+        let script = Script::new(vec![]);
+        let result = run_stage(&Validate::new(), &mut call, &script).await;
+        assert!(result.is_ok(), "{result:?}");
+        assert_eq!(script.seen(), vec![args]);
+        assert!(call.notes().is_empty());
+    }
+
+    #[tokio::test]
+    async fn open_schemas_pass_any_object_and_inner_errors_come_back_unchanged() {
+        let mut call = simple_call(json!({"anything": ["goes"]}));
+        let script = Script::new(vec![fail(CallError::PolicyDenied {
+            reason: "inner".into(),
+        })]);
+        let result = run_stage_on(&Validate::new(), &mut call, &script, &EventBus::new()).await;
+        assert!(
+            matches!(&result, Err(CallError::PolicyDenied { reason }) if reason == "inner"),
+            "{result:?}"
+        );
+        assert_eq!(script.seen(), vec![json!({"anything": ["goes"]})]);
     }
 }

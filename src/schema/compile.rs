@@ -118,7 +118,7 @@ impl CompiledSchema {
         }
         Err(CallError::InvalidArgs {
             tool: tool.to_owned(),
-            problems: describe_errors(&self.validator, args),
+            problems: describe_errors(&self.schema, &self.validator, args),
         })
     }
 }
