@@ -7,6 +7,7 @@
 //! pass. Defaults live in `settings` and `pipeline::policy`, one place each.
 
 pub mod raw;
+pub mod servers;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
