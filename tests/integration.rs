@@ -1,1 +1,1 @@
-
+mod path_escape;
