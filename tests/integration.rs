@@ -1,1 +1,5 @@
+//! Engine integration tests: one binary, one module per area, real parts
+//! (real files, real sockets, real child processes), no mocks.
+
+mod path_escape;
 mod ssrf;

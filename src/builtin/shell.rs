@@ -1,1 +1,290 @@
-//! `shell_exec`. (Stub.)
+//! `shell_exec`: run a command with `sh -c`, critical risk, always governed.
+//!
+//! Contract:
+//! - The working directory is confined to the configured roots (argument
+//!   `cwd`, default the first root; refused when no roots are configured).
+//!   This only decides where the command *starts*: a shell can reach
+//!   anything the user can, which is why the tool is `Risk::Critical` and
+//!   policy puts it in front of a person.
+//! - The command runs in its own process group. When it exits, times out, or
+//!   the call is dropped (cancelled by the pipeline), the whole group is
+//!   killed with `SIGKILL`; `kill_on_drop` alone would only kill `sh` and
+//!   leave its children running as orphans.
+//! - stdout and stderr are captured separately, each bounded to
+//!   [`OUTPUT_LIMIT`] bytes (the rest is drained and counted, so a chatty
+//!   command never blocks on a full pipe).
+//! - A non-zero exit is a result with `is_error: true` carrying the exit code
+//!   and output (the model can read and act on it); a timeout is
+//!   [`CallError::Timeout`].
+//!
+//! Unix only (process groups, `sh`).
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::pin::pin;
+use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use rustix::process::{Pid, Signal, kill_process_group};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::{Child, Command};
+use tokio::sync::oneshot;
+
+use super::fs::BuiltTool;
+use crate::context::CallContext;
+use crate::error::CallError;
+use crate::guard::path::PathRoots;
+use crate::tool::{
+    Annotations, GuardKind, Risk, ToolDef, ToolNameError, ToolResult, TypedTool, typed_tool,
+};
+
+/// Timeout when the caller gives none (and the configured maximum allows).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Most bytes kept of each of stdout and stderr.
+pub const OUTPUT_LIMIT: usize = 1024 * 1024;
+/// How long to keep reading output after the group was killed. Only a
+/// process that left the group (`setsid`) can still hold the pipes open then;
+/// waiting for it would turn a finished command into a timeout.
+const PIPE_GRACE: Duration = Duration::from_millis(500);
+
+/// The `shell_exec` tool.
+///
+/// # Errors
+/// The tool name breaks the naming rule (a bug in this module).
+pub fn tool(roots: Arc<PathRoots>, max_timeout: Duration) -> Result<BuiltTool, ToolNameError> {
+    typed_tool(ShellExec::new(roots, max_timeout))
+}
+
+/// Run a shell command with `sh -c` and return its exit code, stdout and
+/// stderr. The command is killed, with everything it started, when it runs
+/// past its timeout. Output beyond 1 MiB per stream is dropped (the result
+/// says how much).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShellExecArgs {
+    /// The command line, run by `sh -c`.
+    pub command: String,
+    /// Working directory: relative to the first allowed root or absolute
+    /// inside an allowed root (default: the first allowed root).
+    pub cwd: Option<String>,
+    /// Timeout in milliseconds (default 30000; capped by the configured
+    /// maximum).
+    #[schemars(range(min = 1))]
+    pub timeout_ms: Option<u64>,
+}
+
+/// `shell_exec`, configured with the roots its `cwd` must stay in and the
+/// longest timeout a caller may ask for.
+#[derive(Debug)]
+pub struct ShellExec {
+    roots: Arc<PathRoots>,
+    max_timeout: Duration,
+}
+
+impl ShellExec {
+    /// A shell confined (for its working directory) to `roots`.
+    pub fn new(roots: Arc<PathRoots>, max_timeout: Duration) -> Self {
+        Self { roots, max_timeout }
+    }
+
+    /// The timeout for one call: what was asked, else the default, never
+    /// more than the configured maximum.
+    fn timeout(&self, asked_ms: Option<u64>) -> Duration {
+        asked_ms
+            .map_or(DEFAULT_TIMEOUT, Duration::from_millis)
+            .min(self.max_timeout)
+    }
+}
+
+impl TypedTool for ShellExec {
+    type Args = ShellExecArgs;
+    const NAME: &'static str = "shell_exec";
+
+    fn configure(def: ToolDef) -> ToolDef {
+        def.with_risk(Risk::Critical)
+            .with_guard("cwd", GuardKind::Path)
+            .with_annotations(Annotations {
+                title: Some("Run shell command".into()),
+                read_only_hint: Some(false),
+                destructive_hint: Some(true),
+                open_world_hint: Some(true),
+                ..Annotations::default()
+            })
+    }
+
+    async fn run(&self, args: ShellExecArgs, _ctx: &CallContext) -> Result<ToolResult, CallError> {
+        let cwd = self
+            .roots
+            .check(args.cwd.as_deref().unwrap_or(""))
+            .map_err(|e| e.into_call_error("cwd"))?;
+        run_command(
+            &args.command,
+            &cwd.absolute(),
+            self.timeout(args.timeout_ms),
+        )
+        .await
+    }
+}
+
+/// Kills a process group with `SIGKILL`, at most once: when asked, and
+/// otherwise when dropped, so a cancelled call leaves no process behind.
+struct ProcessGroup {
+    pgid: Option<Pid>,
+    killed: AtomicBool,
+}
+
+impl ProcessGroup {
+    /// The group `child` leads (spawned with `process_group(0)`, so its
+    /// pgid is its pid).
+    fn led_by(child: &Child) -> Self {
+        let pgid = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .and_then(Pid::from_raw);
+        Self {
+            pgid,
+            killed: AtomicBool::new(false),
+        }
+    }
+
+    fn kill(&self) {
+        if self.killed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        if let Some(pgid) = self.pgid {
+            // ESRCH (group already gone) is the expected, harmless case.
+            let _ = kill_process_group(pgid, Signal::KILL);
+        }
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// One captured stream: the first [`OUTPUT_LIMIT`] bytes and a count of the
+/// rest.
+#[derive(Default)]
+struct Captured {
+    bytes: Vec<u8>,
+    dropped: u64,
+}
+
+impl Captured {
+    /// Reads `r` to its end (or first error), keeping what fits.
+    async fn fill(&mut self, r: Option<impl AsyncRead + Unpin>) {
+        let Some(mut r) = r else { return };
+        let mut chunk = [0u8; 8192];
+        while let Ok(n @ 1..) = r.read(&mut chunk).await {
+            let room = OUTPUT_LIMIT.saturating_sub(self.bytes.len()).min(n);
+            self.bytes.extend_from_slice(&chunk[..room]);
+            self.dropped += (n - room) as u64;
+        }
+    }
+}
+
+async fn run_command(command: &str, cwd: &Path, limit: Duration) -> Result<ToolResult, CallError> {
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| {
+            CallError::tool_failed(format!("cannot start `sh` in `{}`: {e}", cwd.display()))
+        })?;
+    // Declared after `child`, so it is dropped (and kills the group) first.
+    let group = ProcessGroup::led_by(&child);
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    let (mut out, mut err) = (Captured::default(), Captured::default());
+    let finished = {
+        let (exited_tx, exited_rx) = oneshot::channel::<()>();
+        let waiter = async {
+            let status = child.wait().await;
+            // Background jobs die with the command; this also closes the
+            // pipes they inherited, so the readers below reach their end.
+            group.kill();
+            let _ = exited_tx.send(());
+            status
+        };
+        let readers = async {
+            let both = async { tokio::join!(out.fill(stdout), err.fill(stderr)) };
+            let grace = async {
+                let _ = exited_rx.await;
+                tokio::time::sleep(PIPE_GRACE).await;
+            };
+            tokio::select! {
+                _ = both => false,
+                () = grace => true,
+            }
+        };
+        let work = pin!(async { tokio::join!(waiter, readers) });
+        match tokio::time::timeout(limit, work).await {
+            Ok(done) => done,
+            Err(_) => {
+                group.kill();
+                return Err(CallError::Timeout { after: limit });
+            }
+        }
+    };
+    let (status, abandoned) = finished;
+    let status = status.map_err(|e| CallError::tool_failed(format!("waiting for `sh`: {e}")))?;
+    Ok(render(status, &out, &err, abandoned))
+}
+
+fn render(status: ExitStatus, out: &Captured, err: &Captured, abandoned: bool) -> ToolResult {
+    let mut text = match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit code: {code}"),
+        (None, Some(sig)) => format!("killed by signal {sig}"),
+        (None, None) => "exit status unknown".to_owned(),
+    };
+    section(&mut text, "stdout", out);
+    section(&mut text, "stderr", err);
+    if out.bytes.is_empty() && err.bytes.is_empty() {
+        text.push_str("\n(no output)");
+    }
+    if abandoned {
+        text.push_str(
+            "\n[stopped reading output: a process that left the command's process group still holds it open]",
+        );
+    }
+    let mut r = if status.success() {
+        ToolResult::text(text)
+    } else {
+        ToolResult::error(text)
+    };
+    r.meta.insert("exit_code".into(), json!(status.code()));
+    r.meta.insert("signal".into(), json!(status.signal()));
+    r.meta.insert("stdout_dropped".into(), json!(out.dropped));
+    r.meta.insert("stderr_dropped".into(), json!(err.dropped));
+    r
+}
+
+fn section(text: &mut String, name: &str, c: &Captured) {
+    if c.bytes.is_empty() && c.dropped == 0 {
+        return;
+    }
+    text.push_str(&format!("\n--- {name} ---\n"));
+    text.push_str(&String::from_utf8_lossy(&c.bytes));
+    if c.dropped > 0 {
+        text.push_str(&format!(
+            "\n[{} more bytes of {name} dropped; output is capped at {OUTPUT_LIMIT} bytes]",
+            c.dropped
+        ));
+    }
+}
+
+#[cfg(test)]
+#[path = "shell_tests.rs"]
+mod tests;
