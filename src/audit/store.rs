@@ -96,6 +96,12 @@ impl AuditLog {
         })
     }
 
+    /// The connection pool, for other stores that share the database file
+    /// (approvals, pins); they add their own migrations under `migrations/`.
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
