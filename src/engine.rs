@@ -21,6 +21,7 @@ use crate::error::CallError;
 use crate::events::{Event, EventBus, Outcome, StageName};
 use crate::pipeline::allowlist::ToolFilter;
 use crate::pipeline::breaker::Breaker;
+use crate::pipeline::guards::GuardConfig;
 use crate::pipeline::hooks::Hook;
 use crate::pipeline::loop_guard::LoopGuard;
 use crate::pipeline::{self, Call, Parts, Pipeline};
@@ -68,9 +69,16 @@ pub struct EngineBuilder {
     filter: Option<ToolFilter>,
     events: EventBus,
     audit: Option<AuditLog>,
+    guards: GuardConfig,
 }
 
 impl EngineBuilder {
+    /// Uses these path roots and SSRF rules for guarded arguments.
+    pub fn guards(mut self, guards: GuardConfig) -> Self {
+        self.guards = guards;
+        self
+    }
+
     /// Adds a BEFORE/AFTER hook (run in the order added).
     pub fn hook(mut self, hook: Arc<dyn Hook>) -> Self {
         self.hooks.push(hook);
@@ -100,7 +108,7 @@ impl EngineBuilder {
             events: events.clone(),
             filter: filter.clone(),
             hooks: self.hooks,
-            guards: Arc::new(pipeline::guards::GuardConfig::default()),
+            guards: Arc::new(self.guards),
             policy: Arc::new(self.config.policy.clone()),
             breaker: breaker.clone(),
             loop_guard: loop_guard.clone(),
@@ -130,6 +138,7 @@ impl Engine {
             filter: None,
             events: EventBus::new(),
             audit: None,
+            guards: GuardConfig::default(),
         }
     }
 

@@ -1,21 +1,128 @@
 //! Assembling an engine from a validated config: the allowlist from the
-//! environment and the file, the built-in tools, and the startup checks.
-//! Every host (CLI, daemon, desktop) starts the engine through here, so they
-//! all apply the same rules.
+//! environment and the file, the guard roots, the built-in tools, and the
+//! startup checks. Every host (CLI, daemon, desktop) starts the engine
+//! through here, so they all apply the same rules.
 
+use std::sync::Arc;
+
+use crate::builtin::{fs, http, shell};
 use crate::config::Config;
-use crate::engine::Engine;
+use crate::engine::{Engine, EngineBuilder};
+use crate::guard::path::{PathError, PathRoots};
+use crate::guard::ssrf::SsrfConfig;
+use crate::pipeline::allowlist::{ALLOWED_TOOLS_ENV, FilterError, ToolFilter};
+use crate::pipeline::guards::GuardConfig;
+use crate::registry::RegistryError;
+
 
 /// Why an engine could not be assembled.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum SetupError {}
+pub enum SetupError {
+    /// The allowlist or denylist is unusable (empty, bad glob, or in strict
+    /// mode names that match no tool).
+    #[error(transparent)]
+    Filter(#[from] FilterError),
+    /// A configured root cannot be used.
+    #[error("builtin.roots: {0}")]
+    Roots(#[from] PathError),
+    /// A built-in tool failed to build or register.
+    #[error("built-in tool: {0}")]
+    Builtin(String),
+    /// Registration failed.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+}
 
-/// Builds the engine for `config`, with the built-in tools registered.
+/// Everything the environment contributes, read in one place so tests can
+/// pass their own.
+#[derive(Debug, Clone, Default)]
+pub struct Env {
+    /// Value of `TOOLGATE_ALLOWED_TOOLS`, if set.
+    pub allowed_tools: Option<String>,
+}
+
+impl Env {
+    /// The process environment.
+    pub fn from_process() -> Self {
+        Self {
+            allowed_tools: std::env::var(ALLOWED_TOOLS_ENV).ok(),
+        }
+    }
+}
+
+/// Builds the engine for `config` with the built-in tools registered,
+/// reading the process environment.
 ///
 /// # Errors
-/// A bad allowlist, a built-in that fails to register, or (strict mode) an
-/// allowlist entry that matches no tool.
+/// See [`SetupError`].
 pub fn engine(config: Config) -> Result<Engine, SetupError> {
-    Ok(Engine::builder(config).build())
+    engine_with(config, &Env::from_process(), |b| b)
+}
+
+/// Like [`engine`] with an explicit environment and a chance to adjust the
+/// builder (add hooks, an audit log) before the tools are registered.
+///
+/// # Errors
+/// See [`SetupError`].
+pub fn engine_with(
+    config: Config,
+    env: &Env,
+    adjust: impl FnOnce(EngineBuilder) -> EngineBuilder,
+) -> Result<Engine, SetupError> {
+    let filter = ToolFilter::from_sources(
+        env.allowed_tools.as_deref(),
+        config.allowed_tools.clone(),
+        config.denied_tools.clone(),
+    )?;
+    let roots = Arc::new(PathRoots::new(&config.builtin.roots)?);
+    let ssrf = SsrfConfig {
+        allow_local: config.builtin.allow_local,
+        allowed_hosts: config.builtin.allowed_hosts.clone(),
+    };
+    let strict = config.strict;
+    let builtins = builtin_tools(&config, &roots, &ssrf)?;
+    let guards = GuardConfig { roots, ssrf };
+    let engine = adjust(
+        Engine::builder(config)
+            .filter(filter.clone())
+            .guards(guards),
+    )
+    .build();
+    for (def, tool) in builtins {
+        engine.registry().register(def, tool)?;
+    }
+    let snapshot = engine.registry().snapshot();
+    let names: Vec<&str> = snapshot
+        .sorted()
+        .iter()
+        .map(|t| t.def.name.as_str())
+        .collect();
+    for warning in filter.check_unmatched(&names, strict)? {
+        tracing::warn!("{warning}");
+    }
+    Ok(engine)
+}
+
+/// The built-in tools that are not disabled.
+fn builtin_tools(
+    config: &Config,
+    roots: &Arc<PathRoots>,
+    ssrf: &SsrfConfig,
+) -> Result<Vec<fs::BuiltTool>, SetupError> {
+    let err = |e: &dyn std::fmt::Display| SetupError::Builtin(e.to_string());
+    let mut tools = fs::tools(roots.clone()).map_err(|e| err(&e))?;
+    tools.push(shell::tool(roots.clone(), config.builtin.shell_max_timeout).map_err(|e| err(&e))?);
+    tools.push(http::tool(ssrf.clone()).map_err(|e| err(&e))?);
+    let disabled = &config.builtin.disabled;
+    if let Some(unknown) = disabled
+        .iter()
+        .find(|d| !tools.iter().any(|(def, _)| def.name.as_str() == d.as_str()))
+    {
+        return Err(SetupError::Builtin(format!(
+            "builtin.disabled names `{unknown}`, which is not a built-in tool"
+        )));
+    }
+    tools.retain(|(def, _)| !disabled.iter().any(|d| d == def.name.as_str()));
+    Ok(tools)
 }

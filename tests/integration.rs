@@ -1,5 +1,7 @@
 //! Engine integration tests: one binary, one module per area, real parts
 //! (real files, real sockets, real child processes), no mocks.
 
+mod common;
 mod path_escape;
+mod pipeline;
 mod ssrf;

@@ -1,0 +1,94 @@
+//! Shared fixtures for the integration tests.
+
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use futures::FutureExt;
+use serde_json::Value;
+use tokio::sync::broadcast;
+use toolgate::config::Config;
+use toolgate::context::{CallContext, Caller, Session};
+use toolgate::engine::EngineBuilder;
+use toolgate::events::Event;
+use toolgate::setup::{Env, engine_with};
+use toolgate::tool::{JsonObject, Tool, ToolDef, ToolName, ToolResult};
+use toolgate::{CallError, Engine};
+
+/// An engine from TOML text, with `root` as its only file root and the
+/// given allowlist environment.
+pub(crate) fn engine(root: &Path, toml: &str, allowed: Option<&str>) -> Engine {
+    engine_adjusted(root, toml, allowed, |b| b)
+}
+
+/// Like [`engine`], with a hook into the builder.
+pub(crate) fn engine_adjusted(
+    root: &Path,
+    toml: &str,
+    allowed: Option<&str>,
+    adjust: impl FnOnce(EngineBuilder) -> EngineBuilder,
+) -> Engine {
+    let mut config = Config::parse(toml, Path::new("test.toml")).expect("test config");
+    config.builtin.roots = vec![root.to_owned()];
+    let env = Env {
+        allowed_tools: allowed.map(str::to_owned),
+    };
+    engine_with(config, &env, adjust).expect("engine")
+}
+
+/// A test session.
+pub(crate) fn session(id: &str) -> Session {
+    Session::new(id, Caller::via("test"))
+}
+
+/// A JSON object from a `json!` literal.
+pub(crate) fn obj(v: Value) -> JsonObject {
+    match v {
+        Value::Object(o) => o,
+        other => panic!("not an object: {other}"),
+    }
+}
+
+/// Registers a tool backed by a closure.
+pub(crate) fn register<F, Fut>(engine: &Engine, name: &str, schema: Value, f: F)
+where
+    F: Fn(Value) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<ToolResult, CallError>> + Send + 'static,
+{
+    let def = ToolDef::new(
+        ToolName::new(name).expect("name"),
+        format!("test tool {name}"),
+        obj(schema),
+    );
+    register_def(engine, def, f);
+}
+
+/// Registers a tool with a full definition.
+pub(crate) fn register_def<F, Fut>(engine: &Engine, def: ToolDef, f: F)
+where
+    F: Fn(Value) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<ToolResult, CallError>> + Send + 'static,
+{
+    let f = Arc::new(f);
+    let tool: Arc<dyn Tool> = Arc::new(move |args: Value, _: &CallContext| {
+        let f = f.clone();
+        async move { f(args).await }.boxed()
+    });
+    engine.registry().register(def, tool).expect("register");
+}
+
+/// Every event already in the receiver.
+pub(crate) fn drain(rx: &mut broadcast::Receiver<Event>) -> Vec<Value> {
+    std::iter::from_fn(|| rx.try_recv().ok())
+        .map(|e| serde_json::to_value(e).expect("event json"))
+        .collect()
+}
+
+/// The `type` of each event.
+pub(crate) fn types(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| e["type"].as_str().unwrap_or("?").to_owned())
+        .collect()
+}
