@@ -14,7 +14,6 @@ use crate::pipeline::allowlist::{ALLOWED_TOOLS_ENV, FilterError, ToolFilter};
 use crate::pipeline::guards::GuardConfig;
 use crate::registry::RegistryError;
 
-
 /// Why an engine could not be assembled.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
