@@ -240,7 +240,15 @@ impl Engine {
             session: session.id.clone(),
             state: session.state.clone(),
         };
-        let settings = self.inner.settings.resolve(tool.def.name.as_str());
+        let mut settings = self.inner.settings.resolve(tool.def.name.as_str());
+        if matches!(tool.def.source, crate::tool::Source::Agent(_))
+            && settings.retry.max_retries > 0
+        {
+            // The agent runs its own tools: toolgate cannot re-run them.
+            let mut s = (*settings).clone();
+            s.retry.max_retries = 0;
+            settings = Arc::new(s);
+        }
         let mut call = Call::new(call_id, tool, args, ctx, settings);
         let result = self
             .inner

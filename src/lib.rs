@@ -13,12 +13,14 @@ pub mod engine;
 pub mod error;
 pub mod events;
 pub mod guard;
+pub mod mcp;
 pub mod paths;
 pub mod pipeline;
 pub mod registry;
 pub mod schema;
 pub mod settings;
 pub mod setup;
+pub mod socket;
 pub mod tool;
 
 pub use engine::{CallReply, Engine};

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use arc_swap::ArcSwap;
+use tokio::sync::watch;
 
 use crate::error::CallError;
 use crate::events::{Event, EventBus};
@@ -127,6 +128,7 @@ impl Snapshot {
 pub struct Registry {
     current: Arc<ArcSwap<Snapshot>>,
     write: Arc<Mutex<()>>,
+    version: Arc<watch::Sender<u64>>,
     events: EventBus,
     strict_schemas: bool,
 }
@@ -139,9 +141,23 @@ impl Registry {
         Self {
             current: Arc::new(ArcSwap::from_pointee(Snapshot::default())),
             write: Arc::new(Mutex::new(())),
+            version: Arc::new(watch::channel(0).0),
             events,
             strict_schemas,
         }
+    }
+
+    /// A receiver that wakes on every change of the tool set. Cheaper than
+    /// filtering the event stream for connections that only need to know
+    /// "something changed" (MCP `notifications/tools/list_changed`).
+    pub fn subscribe_changes(&self) -> watch::Receiver<u64> {
+        self.version.subscribe()
+    }
+
+    /// Tells change subscribers the visible tool set changed for a reason
+    /// outside the registry (e.g. a new allowlist).
+    pub fn touch(&self) {
+        self.version.send_modify(|v| *v += 1);
     }
 
     /// The current snapshot; lock-free.
@@ -285,6 +301,9 @@ impl Registry {
             self.current.store(Arc::new(Snapshot { tools }));
         }
         drop(_guard);
+        if !events.is_empty() {
+            self.touch();
+        }
         events.into_iter().for_each(|e| self.events.emit(e));
         Ok(())
     }

@@ -36,7 +36,11 @@ pub struct FrameReader<R> {
 impl<R: AsyncBufRead + Unpin> FrameReader<R> {
     /// A reader over `inner` with frame limit `max`.
     pub fn new(inner: R, max: usize) -> Self {
-        Self { inner, max, buf: Vec::new() }
+        Self {
+            inner,
+            max,
+            buf: Vec::new(),
+        }
     }
 
     /// The next frame. Empty lines are skipped; a trailing `\r` is removed.
@@ -72,7 +76,9 @@ impl<R: AsyncBufRead + Unpin> FrameReader<R> {
             let data = &chunk[..done.unwrap_or(used)];
             match &mut skipped {
                 Some(n) => *n += used,
-                None if self.buf.len() + data.len() > self.max => skipped = Some(self.buf.len() + used),
+                None if self.buf.len() + data.len() > self.max => {
+                    skipped = Some(self.buf.len() + used)
+                }
                 None => self.buf.extend_from_slice(data),
             }
             self.inner.consume(used);
@@ -127,7 +133,14 @@ mod tests {
         let mut input = vec![b'x'; 50];
         input.extend_from_slice(b"\nok\n");
         let f = frames(&input, 10).await;
-        assert_eq!(f, [Frame::TooLarge { skipped: 51 }, Frame::Line(b"ok".to_vec()), Frame::Eof]);
+        assert_eq!(
+            f,
+            [
+                Frame::TooLarge { skipped: 51 },
+                Frame::Line(b"ok".to_vec()),
+                Frame::Eof
+            ]
+        );
     }
 
     #[tokio::test]

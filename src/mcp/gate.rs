@@ -1,0 +1,340 @@
+//! Gate mode: governing tools that run inside the agent.
+//!
+//! An agent (e.g. a PraisonAI agent's own Python functions) registers its
+//! tools with `toolgate/register`; they join the registry as
+//! `agent:<id>` and leave when the connection closes. Before running one,
+//! the agent calls `toolgate/gate`: toolgate runs the real pipeline, and when
+//! the call reaches the execution point, the pipeline *pauses* and the agent
+//! gets `allow` with the cast arguments (or `deny` with the reason if a stage
+//! refused). The agent runs the tool and sends `toolgate/report`; the paused
+//! pipeline resumes with that outcome (breaker bookkeeping, truncation,
+//! trust-wrapping, AFTER hooks, the audit row) and the report's reply
+//! carries the final text for the model. Because it is the same pipeline
+//! run, one audit row covers gate + report.
+//!
+//! The pause is a task-local ticket: the agent tool's runner finds it only
+//! inside the gate's own task, so a plain `tools/call` of an agent tool
+//! cannot be mistaken for a gated one.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use super::convert;
+use super::jsonrpc::INVALID_PARAMS;
+use super::server::{Conn, Refused, params_of};
+use crate::context::CallContext;
+use crate::engine::{CallReply, Engine};
+use crate::error::CallError;
+use crate::tool::{Annotations, JsonObject, Risk, Source, Tool, ToolDef, ToolName, ToolResult};
+
+tokio::task_local! {
+    static TICKET: Arc<Ticket>;
+}
+
+/// The meeting point between a paused pipeline and the gate request.
+struct Ticket {
+    allowed: Mutex<Option<oneshot::Sender<Value>>>,
+    report: Mutex<Option<oneshot::Receiver<Result<ToolResult, CallError>>>>,
+}
+
+/// Gates waiting for their report, by gate id.
+#[derive(Debug, Default)]
+pub(super) struct PendingGates(Mutex<HashMap<String, Pending>>);
+
+#[derive(Debug)]
+struct Pending {
+    report: oneshot::Sender<Result<ToolResult, CallError>>,
+    finish: JoinHandle<CallReply>,
+}
+
+impl PendingGates {
+    /// Drops every waiting gate; their pipelines fail as `connection`.
+    pub(super) fn clear(&self) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+
+    fn insert(&self, id: String, p: Pending) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id, p);
+    }
+
+    fn take(&self, id: &str) -> Option<Pending> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id)
+    }
+}
+
+/// The runner of an agent's tool: hands the call back to the agent.
+struct AgentTool {
+    agent: String,
+}
+
+impl Tool for AgentTool {
+    fn call<'a>(
+        &'a self,
+        args: Value,
+        ctx: &'a CallContext,
+    ) -> BoxFuture<'a, Result<ToolResult, CallError>> {
+        let _ = ctx;
+        Box::pin(async move {
+            let Ok(ticket) = TICKET.try_with(Arc::clone) else {
+                return Err(CallError::tool_failed(format!(
+                    "this tool runs inside agent `{}`: the agent calls toolgate/gate before running it and \
+                     toolgate/report after; it cannot be called through tools/call",
+                    self.agent
+                )));
+            };
+            let allowed = ticket
+                .allowed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            let report = ticket
+                .report
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            let (Some(allowed), Some(report)) = (allowed, report) else {
+                return Err(CallError::internal("gate ticket used twice"));
+            };
+            if allowed.send(args).is_err() {
+                return Err(CallError::Connection {
+                    message: "the agent stopped waiting for its gate".into(),
+                });
+            }
+            report.await.unwrap_or_else(|_| {
+                Err(CallError::Connection {
+                    message: "the agent disconnected before reporting the outcome".into(),
+                })
+            })
+        })
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RegisterParams {
+    agent_id: Option<String>,
+    tools: Vec<AgentToolSpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct AgentToolSpec {
+    name: String,
+    #[serde(default)]
+    description: String,
+    input_schema: JsonObject,
+    #[serde(default)]
+    risk: Risk,
+    #[serde(default)]
+    annotations: Annotations,
+}
+
+/// `toolgate/register`.
+pub(super) fn register(
+    engine: &Engine,
+    conn: &Conn,
+    params: Option<Value>,
+) -> Result<Value, Refused> {
+    let p: RegisterParams = params_of(params)?;
+    let agent = p.agent_id.unwrap_or_else(|| conn.session().id.to_string());
+    let source = Source::Agent(agent.as_str().into());
+    let mut names = Vec::with_capacity(p.tools.len());
+    for t in p.tools {
+        let name = ToolName::new(&t.name).map_err(|e| (INVALID_PARAMS, e.to_string()))?;
+        let def = ToolDef::new(name.clone(), t.description, t.input_schema)
+            .with_source(source.clone())
+            .with_trust(crate::tool::Trust::Trusted)
+            .with_risk(t.risk)
+            .with_annotations(t.annotations);
+        let runner: Arc<dyn Tool> = Arc::new(AgentTool {
+            agent: agent.clone(),
+        });
+        engine
+            .registry()
+            .upsert(def, runner)
+            .map_err(|e| (INVALID_PARAMS, e.to_string()))?;
+        names.push(name.to_string());
+    }
+    let mut agents = conn.agents.lock().unwrap_or_else(PoisonError::into_inner);
+    if !agents.contains(&agent) {
+        agents.push(agent.clone());
+    }
+    Ok(json!({"agentId": agent, "registered": names}))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GateParams {
+    name: String,
+    #[serde(default)]
+    arguments: Option<JsonObject>,
+}
+
+/// `toolgate/gate`.
+pub(super) async fn gate(
+    engine: &Engine,
+    conn: &Arc<Conn>,
+    params: Option<Value>,
+) -> Result<Value, Refused> {
+    let p: GateParams = params_of(params)?;
+    let owned = engine
+        .registry()
+        .snapshot()
+        .get(&p.name)
+        .map(|t| t.def.source.clone());
+    let mine = conn
+        .agents
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    match owned {
+        Some(Source::Agent(a)) if mine.iter().any(|m| **m == *a) => {}
+        _ => {
+            return Err((
+                INVALID_PARAMS,
+                format!(
+                    "`{}` is not a tool this connection registered; register it with toolgate/register, or use tools/call",
+                    p.name
+                ),
+            ));
+        }
+    }
+    let (allowed_tx, allowed_rx) = oneshot::channel();
+    let (report_tx, report_rx) = oneshot::channel();
+    let ticket = Arc::new(Ticket {
+        allowed: Mutex::new(Some(allowed_tx)),
+        report: Mutex::new(Some(report_rx)),
+    });
+    let (engine, session) = (engine.clone(), conn.session());
+    let args = Value::Object(p.arguments.unwrap_or_default());
+    let mut finish =
+        tokio::spawn(TICKET.scope(
+            ticket,
+            async move { engine.call(&session, &p.name, args).await },
+        ));
+    tokio::select! {
+        Ok(args) = allowed_rx => {
+            let id = next_gate_id();
+            conn.gates.insert(id.clone(), Pending { report: report_tx, finish });
+            Ok(json!({"decision": "allow", "gateId": id, "arguments": args}))
+        }
+        done = &mut finish => {
+            let reply = done.map_err(|e| (super::jsonrpc::INTERNAL_ERROR, e.to_string()))?;
+            Ok(deny(&reply))
+        }
+    }
+}
+
+fn deny(reply: &CallReply) -> Value {
+    match &reply.result {
+        Err(e) => {
+            json!({"decision": "deny", "callId": reply.call_id, "error": {"kind": e.kind(), "message": e.to_string()}})
+        }
+        // Unreachable for agent tools (they only finish through a report).
+        Ok(_) => {
+            json!({"decision": "deny", "callId": reply.call_id, "error": {"kind": "internal", "message": "call finished without a report"}})
+        }
+    }
+}
+
+fn next_gate_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!(
+        "g{}-{:08x}",
+        NEXT.fetch_add(1, Ordering::Relaxed),
+        rand::random::<u32>()
+    )
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ReportParams {
+    gate_id: String,
+    result: Option<ReportedResult>,
+    error: Option<ReportedError>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReportedResult {
+    #[serde(default)]
+    content: Vec<Value>,
+    #[serde(default)]
+    is_error: bool,
+}
+
+#[derive(Deserialize)]
+struct ReportedError {
+    message: String,
+    #[serde(default)]
+    kind: Option<String>,
+}
+
+/// `toolgate/report`.
+pub(super) async fn report(conn: &Conn, params: Option<Value>) -> Result<Value, Refused> {
+    let p: ReportParams = params_of(params)?;
+    let outcome = match (p.result, p.error) {
+        (Some(r), None) => Ok(ToolResult {
+            content: convert::content_from_mcp(&r.content),
+            is_error: r.is_error,
+            ..ToolResult::default()
+        }),
+        (None, Some(e)) => Err(reported_error(e)),
+        _ => {
+            return Err((
+                INVALID_PARAMS,
+                "give exactly one of `result` or `error`".into(),
+            ));
+        }
+    };
+    let Some(pending) = conn.gates.take(&p.gate_id) else {
+        return Err((
+            INVALID_PARAMS,
+            format!(
+                "no gate `{}` is waiting on this connection (already reported, or timed out)",
+                p.gate_id
+            ),
+        ));
+    };
+    // If the pipeline already gave up (timeout), the send fails and the
+    // reply below says so.
+    let _ = pending.report.send(outcome);
+    let reply = pending
+        .finish
+        .await
+        .map_err(|e| (super::jsonrpc::INTERNAL_ERROR, e.to_string()))?;
+    Ok(convert::call_result(reply.call_id, &reply.result))
+}
+
+/// The agent's error, classified by the class it names (never by words).
+fn reported_error(e: ReportedError) -> CallError {
+    let message = e.message;
+    match e.kind.as_deref() {
+        Some("timeout") => CallError::Timeout {
+            after: std::time::Duration::ZERO,
+        },
+        Some("rate_limit") => CallError::RateLimited { retry_after: None },
+        Some("connection") => CallError::Connection { message },
+        Some("upstream_5xx") => CallError::Upstream {
+            status: 500,
+            message,
+        },
+        _ => CallError::ToolFailed { message },
+    }
+}

@@ -1,0 +1,11 @@
+//! MCP for agents: the server agents talk to (over the Unix socket, stdio
+//! via `toolgate mcp-bridge`, or streamable HTTP), with toolgate's gate-mode
+//! extensions. See `docs/agent-protocol.md` for the wire contract.
+
+pub mod convert;
+pub mod frame;
+mod gate;
+pub mod jsonrpc;
+pub mod server;
+
+pub use server::{McpServer, ServerOptions};
