@@ -5,10 +5,12 @@
 //! around [`Engine`]. See `docs/architecture/` for the decisions behind it.
 
 pub mod audit;
+pub mod bridge;
 pub mod builtin;
 pub mod canonical;
 pub mod config;
 pub mod context;
+pub mod daemon;
 pub mod engine;
 pub mod error;
 pub mod events;

@@ -11,8 +11,10 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
 
+use tokio_util::sync::CancellationToken;
 use toolgate::config::Config;
 use toolgate::context::{Caller, Session};
+use toolgate::daemon::{Daemon, ServeOptions};
 use toolgate::{CallReply, Engine};
 
 /// Governs the tool calls of AI agents.
@@ -28,6 +30,9 @@ struct Cli {
     /// Extra root directory for the file tools and shell_exec (repeatable).
     #[arg(long = "root", global = true)]
     roots: Vec<PathBuf>,
+    /// Agent socket (default: $XDG_RUNTIME_DIR/toolgate/agent.sock).
+    #[arg(long, global = true, env = "TOOLGATE_SOCKET")]
+    socket: Option<PathBuf>,
     /// Treat warnings as errors (also when CI=true).
     #[arg(long, global = true)]
     strict: bool,
@@ -37,6 +42,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the headless daemon: engine, audit log and agent socket.
+    Serve,
+    /// Relay stdio to the daemon's socket, for stdio-only MCP clients.
+    McpBridge {
+        /// Start a daemon if none is running.
+        #[arg(long)]
+        spawn: bool,
+    },
     /// List the tools agents can see.
     Tools {
         /// Machine-readable output.
@@ -85,8 +98,19 @@ fn init_tracing() {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match &cli.command {
+        Command::Serve => return serve(&cli).await,
+        Command::McpBridge { spawn } => {
+            let socket = serve_options(&cli).socket;
+            let stream = toolgate::bridge::connect(&socket, *spawn).await?;
+            toolgate::bridge::relay(stream, tokio::io::stdin(), tokio::io::stdout()).await?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        _ => {}
+    }
     let engine = engine(&cli)?;
     match cli.command {
+        Command::Serve | Command::McpBridge { .. } => unreachable!("handled above"),
         Command::Tools { json } => {
             print_tools(&engine, json)?;
             Ok(ExitCode::SUCCESS)
@@ -105,14 +129,68 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn engine(cli: &Cli) -> anyhow::Result<Engine> {
+fn serve_options(cli: &Cli) -> ServeOptions {
+    let mut opts = ServeOptions::defaults();
+    if let Some(s) = &cli.socket {
+        opts.socket = s.clone();
+    }
+    if let Some(d) = &cli.data_dir {
+        opts.data_dir = d.clone();
+    }
+    opts
+}
+
+async fn serve(cli: &Cli) -> anyhow::Result<ExitCode> {
+    let config = config(cli)?;
+    let mut opts = serve_options(cli);
+    if let (None, Some(d)) = (&cli.data_dir, &config.data_dir) {
+        opts.data_dir = d.clone();
+    }
+    let daemon = Daemon::start(config, &opts).await?;
+    println!(
+        "toolgate {} serving MCP on unix:{}",
+        env!("CARGO_PKG_VERSION"),
+        daemon.socket_path().display()
+    );
+    println!("audit log: {}", opts.data_dir.join("audit.db").display());
+    let shutdown = CancellationToken::new();
+    let s2 = shutdown.clone();
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!("shutting down: finishing in-flight calls");
+        s2.cancel();
+    });
+    daemon.run(shutdown).await;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) {
+        (Ok(mut int), Ok(mut term)) => {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+        }
+        _ => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+fn config(cli: &Cli) -> anyhow::Result<Config> {
     let mut config = Config::load(cli.config.as_deref())?;
     config.strict |= cli.strict || std::env::var("CI").is_ok_and(|v| v == "true");
     config.builtin.roots.extend(cli.roots.iter().cloned());
-    if let Some(dir) = &cli.data_dir {
-        config.data_dir = Some(dir.clone());
-    }
-    Ok(toolgate::setup::engine(config)?)
+    Ok(config)
+}
+
+fn engine(cli: &Cli) -> anyhow::Result<Engine> {
+    Ok(toolgate::setup::engine(config(cli)?)?)
 }
 
 fn cli_caller() -> Caller {

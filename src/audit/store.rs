@@ -1,5 +1,6 @@
 //! The SQLite store and its single group-committing writer.
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -68,8 +69,15 @@ impl AuditLog {
             path: path.to_owned(),
             message: e.to_string(),
         };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Some(dir) = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty() && !d.exists())
+        {
+            // Arguments and outputs are personal data: a new data directory
+            // is private to its owner.
             std::fs::create_dir_all(dir).map_err(|e| open_err(&e))?;
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+                .map_err(|e| open_err(&e))?;
         }
         let opts = SqliteConnectOptions::new()
             .filename(path)

@@ -110,7 +110,7 @@ impl Conn {
 }
 
 /// The MCP server. Cloning shares it.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct McpServer {
     engine: Engine,
     opts: Arc<ServerOptions>,
