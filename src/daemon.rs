@@ -93,7 +93,7 @@ impl Daemon {
         follow_events(&engine, &audit);
         let socket = AgentSocket::bind(&opts.socket)?;
         Ok(Self {
-            server: McpServer::new(engine, ServerOptions::default()),
+            server: McpServer::new(engine, limits),
             socket,
             audit,
         })

@@ -4,4 +4,5 @@
 mod common;
 mod path_escape;
 mod pipeline;
+mod socket;
 mod ssrf;

@@ -92,3 +92,5 @@ pub(crate) fn types(events: &[Value]) -> Vec<String> {
         .map(|e| e["type"].as_str().unwrap_or("?").to_owned())
         .collect()
 }
+
+pub(crate) mod daemon;

@@ -1,0 +1,139 @@
+//! An in-process daemon on a real Unix socket, and a raw line client.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::UnixStream;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use toolgate::Engine;
+use toolgate::config::Config;
+use toolgate::daemon::{Daemon, ServeOptions};
+use toolgate::mcp::ServerOptions;
+
+/// A running daemon in a temp dir; `root/` is its file root.
+pub(crate) struct TestDaemon {
+    pub(crate) dir: TempDir,
+    pub(crate) socket: PathBuf,
+    pub(crate) engine: Engine,
+    pub(crate) shutdown: CancellationToken,
+    pub(crate) handle: JoinHandle<()>,
+}
+
+impl TestDaemon {
+    pub(crate) async fn start(toml: &str) -> Self {
+        Self::start_with(toml, ServerOptions::default()).await
+    }
+
+    pub(crate) async fn start_with(toml: &str, limits: ServerOptions) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(&root).unwrap();
+        let mut config = Config::parse(toml, std::path::Path::new("test.toml")).unwrap();
+        config.builtin.roots = vec![root];
+        let opts = ServeOptions {
+            socket: dir.path().join("run/agent.sock"),
+            data_dir: dir.path().join("data"),
+            retention: Duration::from_secs(86_400),
+        };
+        let daemon = Daemon::start_with(config, &opts, limits).await.unwrap();
+        let engine = daemon.engine().clone();
+        let shutdown = CancellationToken::new();
+        let handle = tokio::spawn(daemon.run(shutdown.clone()));
+        Self {
+            dir,
+            socket: opts.socket,
+            engine,
+            shutdown,
+            handle,
+        }
+    }
+
+    pub(crate) fn root(&self) -> PathBuf {
+        self.dir.path().join("root")
+    }
+
+    pub(crate) fn db(&self) -> PathBuf {
+        self.dir.path().join("data/audit.db")
+    }
+
+    pub(crate) async fn raw(&self) -> Raw {
+        Raw::connect(&self.socket).await
+    }
+
+    /// Stops the daemon; returns its directory (audit db at `data/audit.db`).
+    pub(crate) async fn stop(self) -> TempDir {
+        self.shutdown.cancel();
+        tokio::time::timeout(Duration::from_secs(20), self.handle)
+            .await
+            .expect("daemon stops")
+            .unwrap();
+        self.dir
+    }
+}
+
+/// A line-level JSON-RPC client.
+pub(crate) struct Raw {
+    pub(crate) rd: BufReader<OwnedReadHalf>,
+    pub(crate) wr: OwnedWriteHalf,
+}
+
+impl Raw {
+    pub(crate) async fn connect(path: &std::path::Path) -> Self {
+        let (rd, wr) = UnixStream::connect(path).await.unwrap().into_split();
+        Self {
+            rd: BufReader::new(rd),
+            wr,
+        }
+    }
+
+    pub(crate) async fn send(&mut self, line: &[u8]) {
+        self.wr.write_all(line).await.unwrap();
+        self.wr.write_all(b"\n").await.unwrap();
+    }
+
+    pub(crate) async fn send_json(&mut self, v: Value) {
+        self.send(v.to_string().as_bytes()).await;
+    }
+
+    /// The next line as JSON; `None` on EOF.
+    pub(crate) async fn recv(&mut self) -> Option<Value> {
+        let mut line = String::new();
+        let n = tokio::time::timeout(Duration::from_secs(20), self.rd.read_line(&mut line))
+            .await
+            .expect("a reply within 20 s")
+            .ok()?;
+        (n > 0).then(|| serde_json::from_str(&line).expect("reply is JSON"))
+    }
+
+    /// Sends a request and returns its reply, skipping notifications
+    /// (such as `list_changed`) that arrive in between.
+    pub(crate) async fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send_json(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        loop {
+            let v = self.recv().await.expect("reply");
+            if v.get("id").is_some() {
+                return v;
+            }
+        }
+    }
+
+    pub(crate) async fn initialize(&mut self) {
+        let r = self
+            .request(0, "initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}))
+            .await;
+        assert_eq!(r["result"]["protocolVersion"], "2025-11-25");
+        self.send_json(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+    }
+
+    pub(crate) async fn call(&mut self, id: u64, tool: &str, args: Value) -> Value {
+        self.request(id, "tools/call", json!({"name": tool, "arguments": args}))
+            .await
+    }
+}
