@@ -146,6 +146,9 @@ async fn serve(cli: &Cli) -> anyhow::Result<ExitCode> {
     if let (None, Some(d)) = (&cli.data_dir, &config.data_dir) {
         opts.data_dir = d.clone();
     }
+    // Handlers are installed before the ready line, so a supervisor that
+    // signals right after reading it gets a clean shutdown.
+    let signals = Signals::install().context("cannot install signal handlers")?;
     let daemon = Daemon::start(config, &opts).await?;
     println!(
         "toolgate {} serving MCP on unix:{}",
@@ -156,7 +159,7 @@ async fn serve(cli: &Cli) -> anyhow::Result<ExitCode> {
     let shutdown = CancellationToken::new();
     let s2 = shutdown.clone();
     tokio::spawn(async move {
-        wait_for_signal().await;
+        signals.wait().await;
         tracing::info!("shutting down: finishing in-flight calls");
         s2.cancel();
     });
@@ -164,20 +167,25 @@ async fn serve(cli: &Cli) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-async fn wait_for_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) {
-        (Ok(mut int), Ok(mut term)) => {
-            tokio::select! {
-                _ = int.recv() => {}
-                _ = term.recv() => {}
-            }
-        }
-        _ => {
-            let _ = tokio::signal::ctrl_c().await;
+/// SIGINT and SIGTERM, registered up front.
+struct Signals {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> std::io::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Self {
+            int: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
+        })
+    }
+
+    async fn wait(mut self) {
+        tokio::select! {
+            _ = self.int.recv() => {}
+            _ = self.term.recv() => {}
         }
     }
 }

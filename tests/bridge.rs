@@ -1,0 +1,166 @@
+//! `toolgate serve` and `toolgate mcp-bridge` as real processes, with the
+//! official Python MCP SDK as the client.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+use crate::common::daemon::TestDaemon;
+
+const TOOLGATE: &str = env!("CARGO_BIN_EXE_toolgate");
+
+fn python_has_mcp() {
+    let ok = std::process::Command::new("python3")
+        .args(["-c", "import mcp"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "the Python `mcp` SDK is missing: run scripts/setup-test-deps first"
+    );
+}
+
+#[tokio::test]
+async fn the_python_sdk_works_through_the_stdio_bridge() {
+    python_has_mcp();
+    let d = TestDaemon::start("").await;
+    std::fs::write(d.root().join("a.txt"), "via python").unwrap();
+    let out = Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/bridge_client.py"
+        ))
+        .arg(TOOLGATE)
+        .arg(&d.socket)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "python client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(seen["server"], "toolgate");
+    assert!(
+        seen["instructions"]
+            .as_str()
+            .unwrap()
+            .contains("untrusted-output")
+    );
+    assert_eq!(
+        seen["tools"],
+        serde_json::json!(["fs_list", "fs_read", "fs_write", "http_fetch", "shell_exec"])
+    );
+    assert_eq!(seen["text"], "via python");
+    assert_eq!(seen["is_error"], false);
+    assert_eq!(seen["bad_is_error"], true);
+    assert!(
+        seen["bad_text"]
+            .as_str()
+            .unwrap()
+            .contains("escapes the allowed roots")
+    );
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn the_bridge_says_clearly_when_no_daemon_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(TOOLGATE)
+        .args(["mcp-bridge", "--socket"])
+        .arg(dir.path().join("none.sock"))
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(
+        err.contains("no toolgate daemon is listening on") && err.contains("toolgate serve"),
+        "{err}"
+    );
+}
+
+/// Starts `toolgate serve` and waits for its ready line.
+async fn serve(dir: &std::path::Path) -> (tokio::process::Child, String) {
+    let mut child = Command::new(TOOLGATE)
+        .args(["serve", "--socket"])
+        .arg(dir.join("agent.sock"))
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .arg("--config")
+        .arg(dir.join("config.toml"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .expect("ready line")
+        .unwrap()
+        .unwrap_or_default();
+    (child, first)
+}
+
+#[tokio::test]
+async fn serve_refuses_a_second_daemon_and_stops_cleanly_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("config.toml"), "").unwrap();
+    let (mut first, ready) = serve(dir.path()).await;
+    assert!(ready.contains("serving MCP on unix:"), "{ready}");
+    let second = Command::new(TOOLGATE)
+        .args(["serve", "--socket"])
+        .arg(dir.path().join("agent.sock"))
+        .arg("--data-dir")
+        .arg(dir.path().join("data2"))
+        .arg("--config")
+        .arg(dir.path().join("config.toml"))
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(second.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&second.stderr).contains("another toolgate is already serving")
+    );
+
+    let pid = rustix::process::Pid::from_raw(first.id().unwrap() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(20), first.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(
+        !dir.path().join("agent.sock").exists(),
+        "socket removed on shutdown"
+    );
+}
+
+#[tokio::test]
+async fn a_bad_config_stops_serve_with_one_line_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[pipeline]\ntimout_ms = 5\n",
+    )
+    .unwrap();
+    let out = Command::new(TOOLGATE)
+        .args(["serve", "--socket"])
+        .arg(dir.path().join("agent.sock"))
+        .arg("--config")
+        .arg(dir.path().join("config.toml"))
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("timout_ms") && err.contains("line 2"), "{err}");
+    assert!(!dir.path().join("agent.sock").exists());
+}
