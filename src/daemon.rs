@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::audit::{AuditError, AuditLog};
 use crate::config::Config;
 use crate::events::Event;
-use crate::mcp::{McpServer, ServerOptions};
+use crate::mcp::{McpServer, Role, ServerOptions};
 use crate::setup::{self, Env, SetupError};
 use crate::socket::{AgentSocket, SocketError};
 
@@ -28,6 +28,14 @@ pub struct ServeOptions {
 }
 
 impl ServeOptions {
+    /// The control socket: next to the agent socket, `<socket>.ctl`. It
+    /// carries the CLI's inspect-and-steer methods, which agents never see.
+    pub fn control_socket(&self) -> PathBuf {
+        let mut p = self.socket.clone().into_os_string();
+        p.push(".ctl");
+        p.into()
+    }
+
     /// The XDG defaults: `$XDG_RUNTIME_DIR/toolgate/agent.sock` and
     /// `~/.local/share/toolgate`, audit rows kept 90 days.
     pub fn defaults() -> Self {
@@ -59,6 +67,7 @@ pub enum DaemonError {
 pub struct Daemon {
     server: McpServer,
     socket: AgentSocket,
+    control: AgentSocket,
     audit: AuditLog,
 }
 
@@ -92,9 +101,11 @@ impl Daemon {
         let engine = setup::engine_with(config, &Env::from_process(), |b| b.audit(a2))?;
         follow_events(&engine, &audit);
         let socket = AgentSocket::bind(&opts.socket)?;
+        let control = AgentSocket::bind(&opts.control_socket())?;
         Ok(Self {
             server: McpServer::new(engine, limits),
             socket,
+            control,
             audit,
         })
     }
@@ -111,7 +122,11 @@ impl Daemon {
 
     /// Serves until `shutdown` fires, then drains and flushes.
     pub async fn run(self, shutdown: CancellationToken) {
-        self.socket.serve(self.server, shutdown).await;
+        let control = self.server.clone().with_role(Role::Control);
+        tokio::join!(
+            self.socket.serve(self.server, shutdown.clone()),
+            self.control.serve(control, shutdown)
+        );
         self.audit.flush().await;
     }
 }

@@ -8,6 +8,7 @@ pub mod audit;
 pub mod bridge;
 pub mod builtin;
 pub mod canonical;
+pub mod client;
 pub mod config;
 pub mod context;
 pub mod daemon;

@@ -164,3 +164,96 @@ async fn a_bad_config_stops_serve_with_one_line_naming_the_key() {
     assert!(err.contains("timout_ms") && err.contains("line 2"), "{err}");
     assert!(!dir.path().join("agent.sock").exists());
 }
+
+async fn run_cli(dir: &std::path::Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(TOOLGATE)
+        .args(args)
+        .arg("--socket")
+        .arg(dir.join("agent.sock"))
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .arg("--config")
+        .arg(dir.join("config.toml"))
+        .output()
+        .await
+        .unwrap();
+    let s = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (
+        out.status.code().unwrap_or(-1),
+        s(&out.stdout),
+        s(&out.stderr),
+    )
+}
+
+#[tokio::test]
+async fn the_cli_talks_to_the_running_daemon() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("a.txt"), "daemon data").unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!("[builtin]\nroots = [{:?}]\n", root.display().to_string()),
+    )
+    .unwrap();
+
+    let (code, _, err) = run_cli(dir.path(), &["breakers"]).await;
+    assert_eq!(code, 2);
+    assert!(err.contains("start `toolgate serve`"), "{err}");
+
+    let (mut daemon, _) = serve(dir.path()).await;
+    let (code, out, _) = run_cli(
+        dir.path(),
+        &["call", "fs_read", "--args", r#"{"path":"a.txt"}"#],
+    )
+    .await;
+    assert_eq!((code, out.trim()), (0, "daemon data"));
+    let (code, _, err) = run_cli(
+        dir.path(),
+        &["call", "fs_read", "--args", r#"{"path":"/etc/passwd"}"#],
+    )
+    .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("(guard_denied)"), "{err}");
+    let (code, out, _) = run_cli(dir.path(), &["tools", "--json"]).await;
+    assert_eq!(code, 0);
+    let tools: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(tools[0]["name"], "fs_list");
+    assert_eq!(tools[0]["source"], "builtin");
+    let (code, out, _) = run_cli(dir.path(), &["breakers", "--json"]).await;
+    assert_eq!(code, 0);
+    let b: Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        b.as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b["tool"] == "fs_read" && b["state"] == "closed"),
+        "{b}"
+    );
+    let (code, out, _) = run_cli(dir.path(), &["audit", "--json"]).await;
+    assert_eq!(code, 0);
+    let rows: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    assert_eq!(rows[0]["outcome"], "ok");
+    assert_eq!(rows[1]["error_kind"], "guard_denied");
+    assert!(
+        rows[0]["caller"]
+            .as_str()
+            .unwrap()
+            .contains("\"via\":\"socket\""),
+        "went through the daemon"
+    );
+
+    let pid = rustix::process::Pid::from_raw(daemon.id().unwrap() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    assert!(
+        tokio::time::timeout(Duration::from_secs(20), daemon.wait())
+            .await
+            .unwrap()
+            .unwrap()
+            .success()
+    );
+}

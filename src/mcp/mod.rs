@@ -8,4 +8,4 @@ mod gate;
 pub mod jsonrpc;
 pub mod server;
 
-pub use server::{McpServer, ServerOptions};
+pub use server::{McpServer, Role, ServerOptions};

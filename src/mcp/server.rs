@@ -109,11 +109,24 @@ impl Conn {
     }
 }
 
+/// Who a listener serves. Agents get MCP and gate mode only; the control
+/// role (the `toolgate` CLI, on its own socket) also gets the methods that
+/// inspect and steer the engine. They are never on the agent socket, so an
+/// MCP client cannot reset a breaker or, later, approve its own call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// An agent (MCP client).
+    Agent,
+    /// A person's tool (the CLI).
+    Control,
+}
+
 /// The MCP server. Cloning shares it.
 #[derive(Clone, Debug)]
 pub struct McpServer {
     engine: Engine,
     opts: Arc<ServerOptions>,
+    role: Role,
 }
 
 impl McpServer {
@@ -122,7 +135,14 @@ impl McpServer {
         Self {
             engine,
             opts: Arc::new(opts),
+            role: Role::Agent,
         }
+    }
+
+    /// The same server in another role.
+    pub fn with_role(mut self, role: Role) -> Self {
+        self.role = role;
+        self
     }
 
     /// The engine behind it.
@@ -278,6 +298,22 @@ impl McpServer {
                 }
                 Err(e) => Err(e),
             },
+            "toolgate/tools" if self.role == Role::Control => {
+                serde_json::to_value(self.engine.tools())
+                    .map(|t| json!({"tools": t}))
+                    .map_err(|e| (super::jsonrpc::INTERNAL_ERROR, e.to_string()))
+            }
+            "toolgate/breakers" if self.role == Role::Control => {
+                Ok(json!({"breakers": self.engine.breaker().snapshot()}))
+            }
+            "toolgate/breakers/reset" if self.role == Role::Control => {
+                let tool = params
+                    .as_ref()
+                    .and_then(|p| p.get("tool"))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                Ok(json!({"reset": self.engine.breaker().reset(tool)}))
+            }
             "toolgate/register" => gate::register(&self.engine, conn, params),
             "toolgate/gate" => gate::gate(&self.engine, conn, params).await,
             "toolgate/report" => gate::report(conn, params).await,

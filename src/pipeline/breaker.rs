@@ -330,7 +330,7 @@ fn probe_limit(cfg: &BreakerConfig) -> u32 {
 }
 
 /// One tool's breaker as shown by `toolgate breakers` and the UI.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct BreakerStatus {
     /// The tool.
     pub tool: ToolName,
@@ -340,7 +340,15 @@ pub struct BreakerStatus {
     /// to trip before it does.
     pub failures: u32,
     /// Time until an open breaker admits a probe; `None` unless open.
+    #[serde(rename = "retry_in_ms", serialize_with = "millis")]
     pub retry_in: Option<Duration>,
+}
+
+fn millis<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_some(&u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        None => s.serialize_none(),
+    }
 }
 
 /// A tool's circuit plus the config its last call carried, which

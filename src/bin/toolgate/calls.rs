@@ -1,0 +1,128 @@
+//! `toolgate tools` and `toolgate call`: through the running daemon when
+//! there is one (so the call is governed, audited and visible like any
+//! agent's), otherwise in this process.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use serde_json::{Value, json};
+use toolgate::client::ControlClient;
+use toolgate::context::{Caller, Session};
+use toolgate::mcp::convert;
+
+use crate::{Cli, config, fail, serve_options};
+
+/// The daemon's control connection, unless `--local` or none runs.
+async fn daemon(cli: &Cli) -> Option<ControlClient> {
+    if cli.local {
+        return None;
+    }
+    ControlClient::connect(&serve_options(cli).control_socket())
+        .await
+        .ok()
+}
+
+pub(crate) async fn tools(cli: &Cli, json: bool) -> anyhow::Result<ExitCode> {
+    let tools = match daemon(cli).await {
+        Some(mut c) => c.request("toolgate/tools", json!({})).await?["tools"].take(),
+        None => serde_json::to_value(toolgate::setup::engine(config(cli)?)?.tools())?,
+    };
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &tools)?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let list = tools.as_array().map(Vec::as_slice).unwrap_or_default();
+    let s = |t: &Value, k: &str| t[k].as_str().unwrap_or_default().to_owned();
+    let width = list.iter().map(|t| s(t, "name").len()).max().unwrap_or(4);
+    for t in list {
+        let desc = s(t, "description");
+        let summary = desc.lines().next().unwrap_or("");
+        writeln!(
+            out,
+            "{:width$}  {:10}  {:8}  {summary}",
+            s(t, "name"),
+            s(t, "source"),
+            s(t, "risk")
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) async fn call(
+    cli: &Cli,
+    tool: &str,
+    args: &str,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let args: Value = serde_json::from_str(args).context("--args is not valid JSON")?;
+    anyhow::ensure!(
+        args.is_object(),
+        "--args must be a JSON object, got {}",
+        kind_of(&args)
+    );
+    let result = match daemon(cli).await {
+        Some(mut c) => {
+            c.request("tools/call", json!({"name": tool, "arguments": args}))
+                .await?
+        }
+        None => {
+            let engine = toolgate::setup::engine(config(cli)?)?;
+            let caller = Caller {
+                pid: i32::try_from(std::process::id()).ok(),
+                ..Caller::via("cli")
+            };
+            let session = Session::new(format!("cli-{}", std::process::id()), caller);
+            let reply = engine.call(&session, tool, args).await;
+            convert::call_result(reply.call_id, &reply.result)
+        }
+    };
+    print_result(&result, json)
+}
+
+/// Prints an MCP `CallToolResult` (the same shape from either path).
+fn print_result(r: &Value, json: bool) -> anyhow::Result<ExitCode> {
+    let failed = r["isError"].as_bool().unwrap_or(true);
+    let error = &r["_meta"]["toolgate/error"];
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, r)?;
+        writeln!(out)?;
+    } else if error.is_object() {
+        drop(out);
+        let (msg, kind) = (
+            error["message"].as_str().unwrap_or(""),
+            error["kind"].as_str().unwrap_or(""),
+        );
+        return Ok(fail(1, &format!("{msg} ({kind})")));
+    } else {
+        let parts = r["content"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        for p in parts {
+            match p["text"].as_str() {
+                Some(t) => writeln!(out, "{}", t.trim_end_matches('\n'))?,
+                None => writeln!(out, "[{} content]", p["type"].as_str().unwrap_or("other"))?,
+            }
+        }
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

@@ -1,0 +1,128 @@
+//! `toolgate breakers` (from the running daemon) and `toolgate audit`
+//! (straight from the SQLite file, which WAL lets us read while the daemon
+//! writes).
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use serde_json::{Value, json};
+use toolgate::audit::{AuditLog, CallRow};
+use toolgate::client::ControlClient;
+
+use crate::{Cli, config, serve_options};
+
+pub(crate) async fn breakers(
+    cli: &Cli,
+    reset: Option<&str>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let path = serve_options(cli).control_socket();
+    let mut c = ControlClient::connect(&path).await.with_context(|| {
+        format!(
+            "breakers live in the daemon, and none answers on {}; start `toolgate serve`",
+            path.display()
+        )
+    })?;
+    if let Some(tool) = reset {
+        let r = c
+            .request("toolgate/breakers/reset", json!({"tool": tool}))
+            .await?;
+        anyhow::ensure!(
+            r["reset"] == true,
+            "no breaker for `{tool}` (it has not been called)"
+        );
+        println!("breaker of {tool} closed");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let r = c.request("toolgate/breakers", json!({})).await?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &r["breakers"])?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let list = r["breakers"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    if list.is_empty() {
+        writeln!(out, "no breakers yet (no tool has been called)")?;
+    }
+    for b in list {
+        let retry = b["retry_in_ms"]
+            .as_u64()
+            .map(|ms| format!("  retry in {:.1}s", ms as f64 / 1000.0))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "{:30}  {:9}  {} failures{retry}",
+            b["tool"].as_str().unwrap_or(""),
+            b["state"].as_str().unwrap_or(""),
+            b["failures"]
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) async fn audit(
+    cli: &Cli,
+    tail: bool,
+    limit: i64,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let mut data_dir = serve_options(cli).data_dir;
+    if let (None, Some(d)) = (&cli.data_dir, config(cli)?.data_dir) {
+        data_dir = d;
+    }
+    let db = data_dir.join("audit.db");
+    anyhow::ensure!(
+        db.exists(),
+        "no audit log at {} yet (it is created by `toolgate serve`)",
+        db.display()
+    );
+    let log = AuditLog::open(&db).await?;
+    let rows = log.recent_calls(limit).await?;
+    let mut last = rows.last().map_or(0, |r| r.id);
+    print_rows(&rows, json)?;
+    if !tail {
+        return Ok(ExitCode::SUCCESS);
+    }
+    loop {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let rows = log.calls_after(last, 500).await?;
+        if let Some(r) = rows.last() {
+            last = r.id;
+        }
+        print_rows(&rows, json)?;
+    }
+}
+
+fn print_rows(rows: &[CallRow], json: bool) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    for r in rows {
+        if json {
+            serde_json::to_writer(&mut out, r)?;
+            writeln!(out)?;
+            continue;
+        }
+        let when = r.ts_ms / 1000;
+        let caller: Value = serde_json::from_str(&r.caller).unwrap_or_default();
+        let who = caller["client_name"]
+            .as_str()
+            .or(caller["via"].as_str())
+            .unwrap_or("?");
+        let what = match (&r.error_kind, r.outcome.as_str()) {
+            (Some(k), _) => format!("{k}: {}", r.error_message.as_deref().unwrap_or("")),
+            (None, o) => format!("{o}, {} bytes", r.output_size),
+        };
+        writeln!(
+            out,
+            "#{:<6} t={when} {:<20} {:<8} {:>7}µs  [{who}] {what}",
+            r.id, r.tool, r.decision, r.elapsed_us
+        )?;
+    }
+    out.flush()?;
+    Ok(())
+}

@@ -1,0 +1,153 @@
+//! The `toolgate` command: thin glue over the engine library. All behaviour
+//! lives in the library; this binary parses flags, picks the local engine or
+//! the running daemon, and prints. Errors are one line on stderr and a
+//! non-zero exit (1: the call failed or was refused; 2: bad usage or
+//! configuration).
+
+mod calls;
+mod inspect;
+mod serve;
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use toolgate::config::Config;
+use toolgate::daemon::ServeOptions;
+
+/// Governs the tool calls of AI agents.
+#[derive(Parser)]
+#[command(name = "toolgate", version, about)]
+struct Cli {
+    /// Config file (default: ~/.config/toolgate/config.toml).
+    #[arg(long, global = true, env = "TOOLGATE_CONFIG")]
+    config: Option<PathBuf>,
+    /// Data directory (default: ~/.local/share/toolgate).
+    #[arg(long, global = true, env = "TOOLGATE_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// Agent socket (default: $XDG_RUNTIME_DIR/toolgate/agent.sock).
+    #[arg(long, global = true, env = "TOOLGATE_SOCKET")]
+    socket: Option<PathBuf>,
+    /// Extra root directory for the file tools and shell_exec (repeatable).
+    #[arg(long = "root", global = true)]
+    roots: Vec<PathBuf>,
+    /// Treat warnings as errors (also when CI=true).
+    #[arg(long, global = true)]
+    strict: bool,
+    /// Never use a running daemon; run calls in this process.
+    #[arg(long, global = true)]
+    local: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the headless daemon: engine, audit log and agent socket.
+    Serve,
+    /// Relay stdio to the daemon's socket, for stdio-only MCP clients.
+    McpBridge {
+        /// Start a daemon if none is running.
+        #[arg(long)]
+        spawn: bool,
+    },
+    /// List the tools agents can see.
+    Tools {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one tool call through the governed pipeline.
+    Call {
+        /// Tool name.
+        tool: String,
+        /// Arguments as a JSON object.
+        #[arg(long, default_value = "{}")]
+        args: String,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show the circuit breakers of the running daemon.
+    Breakers {
+        /// Close this tool's breaker instead of listing.
+        #[arg(long, value_name = "TOOL")]
+        reset: Option<String>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show the audit log (read straight from the database).
+    Audit {
+        /// Keep printing new calls as they are recorded.
+        #[arg(long)]
+        tail: bool,
+        /// How many recent calls to show first.
+        #[arg(long, default_value_t = 20)]
+        limit: i64,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    init_tracing();
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => return fail(2, &format!("cannot start the async runtime: {e}")),
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(e) => fail(2, &format!("{e:#}")),
+    }
+}
+
+/// Prints the one-line error and returns the exit code.
+fn fail(code: u8, message: &str) -> ExitCode {
+    eprintln!("toolgate: error: {message}");
+    ExitCode::from(code)
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLGATE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match &cli.command {
+        Command::Serve => serve::serve(&cli).await,
+        Command::McpBridge { spawn } => serve::bridge(&cli, *spawn).await,
+        Command::Tools { json } => calls::tools(&cli, *json).await,
+        Command::Call { tool, args, json } => calls::call(&cli, tool, args, *json).await,
+        Command::Breakers { reset, json } => inspect::breakers(&cli, reset.as_deref(), *json).await,
+        Command::Audit { tail, limit, json } => inspect::audit(&cli, *tail, *limit, *json).await,
+    }
+}
+
+/// Daemon paths from the flags over the XDG defaults.
+fn serve_options(cli: &Cli) -> ServeOptions {
+    let mut opts = ServeOptions::defaults();
+    if let Some(s) = &cli.socket {
+        opts.socket = s.clone();
+    }
+    if let Some(d) = &cli.data_dir {
+        opts.data_dir = d.clone();
+    }
+    opts
+}
+
+/// The config file with the command-line overrides applied.
+fn config(cli: &Cli) -> anyhow::Result<Config> {
+    let mut config = Config::load(cli.config.as_deref())?;
+    config.strict |= cli.strict || std::env::var("CI").is_ok_and(|v| v == "true");
+    config.builtin.roots.extend(cli.roots.iter().cloned());
+    Ok(config)
+}

@@ -1,0 +1,73 @@
+//! `toolgate serve` and `toolgate mcp-bridge`.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use tokio_util::sync::CancellationToken;
+use toolgate::daemon::Daemon;
+
+use crate::{Cli, config, serve_options};
+
+pub(crate) async fn serve(cli: &Cli) -> anyhow::Result<ExitCode> {
+    let config = config(cli)?;
+    let mut opts = serve_options(cli);
+    if let (None, Some(d)) = (&cli.data_dir, &config.data_dir) {
+        opts.data_dir = d.clone();
+    }
+    // Handlers are installed before the ready line, so a supervisor that
+    // signals right after reading it gets a clean shutdown.
+    let signals = Signals::install().context("cannot install signal handlers")?;
+    let daemon = Daemon::start(config, &opts).await?;
+    // Whoever started us may close our stdout after the ready line; that
+    // must never take the daemon down (println! would panic).
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "toolgate {} serving MCP on unix:{}\naudit log: {}",
+        env!("CARGO_PKG_VERSION"),
+        daemon.socket_path().display(),
+        opts.data_dir.join("audit.db").display()
+    );
+    let _ = out.flush();
+    drop(out);
+    let shutdown = CancellationToken::new();
+    let s2 = shutdown.clone();
+    tokio::spawn(async move {
+        signals.wait().await;
+        tracing::info!("shutting down: finishing in-flight calls");
+        s2.cancel();
+    });
+    daemon.run(shutdown).await;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) async fn bridge(cli: &Cli, spawn: bool) -> anyhow::Result<ExitCode> {
+    let socket = serve_options(cli).socket;
+    let stream = toolgate::bridge::connect(&socket, spawn).await?;
+    toolgate::bridge::relay(stream, tokio::io::stdin(), tokio::io::stdout()).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// SIGINT and SIGTERM, registered up front.
+struct Signals {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> std::io::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Self {
+            int: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
+        })
+    }
+
+    async fn wait(mut self) {
+        tokio::select! {
+            _ = self.int.recv() => {}
+            _ = self.term.recv() => {}
+        }
+    }
+}
