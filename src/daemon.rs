@@ -4,6 +4,8 @@
 //! in-flight calls finish (each is audited before its reply), flushes the
 //! audit log and removes the socket file.
 
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -12,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::audit::{AuditError, AuditLog};
 use crate::config::Config;
 use crate::events::Event;
+use crate::mcp::http::{HttpEndpoint, new_token};
 use crate::mcp::{McpServer, Role, ServerOptions};
 use crate::setup::{self, Env, SetupError};
 use crate::socket::{AgentSocket, SocketError};
@@ -25,14 +28,27 @@ pub struct ServeOptions {
     pub data_dir: PathBuf,
     /// How long audit rows are kept.
     pub retention: Duration,
+    /// Port of the localhost streamable-HTTP endpoint: `Some(0)` picks a
+    /// free one, `None` turns the endpoint off.
+    pub http_port: Option<u16>,
 }
 
 impl ServeOptions {
     /// The control socket: next to the agent socket, `<socket>.ctl`. It
     /// carries the CLI's inspect-and-steer methods, which agents never see.
     pub fn control_socket(&self) -> PathBuf {
+        self.beside_socket(".ctl")
+    }
+
+    /// Where the HTTP endpoint's URL and token are written (`0600`):
+    /// `<socket>.http`, a JSON object `{"url", "token"}`.
+    pub fn http_file(&self) -> PathBuf {
+        self.beside_socket(".http")
+    }
+
+    fn beside_socket(&self, suffix: &str) -> PathBuf {
         let mut p = self.socket.clone().into_os_string();
-        p.push(".ctl");
+        p.push(suffix);
         p.into()
     }
 
@@ -43,6 +59,7 @@ impl ServeOptions {
             socket: crate::paths::default_runtime_dir().join("agent.sock"),
             data_dir: crate::paths::default_data_dir(),
             retention: Duration::from_secs(90 * 86_400),
+            http_port: Some(0),
         }
     }
 }
@@ -60,6 +77,14 @@ pub enum DaemonError {
     /// The socket could not be bound.
     #[error(transparent)]
     Socket(#[from] SocketError),
+    /// The HTTP endpoint could not be bound or its token file written.
+    #[error("HTTP endpoint ({}): {source}", .path.display())]
+    Http {
+        /// The token file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
 }
 
 /// A started daemon: call [`Daemon::run`] to serve until shutdown.
@@ -68,6 +93,7 @@ pub struct Daemon {
     server: McpServer,
     socket: AgentSocket,
     control: AgentSocket,
+    http: Option<(HttpEndpoint, String, PathBuf)>,
     audit: AuditLog,
 }
 
@@ -102,10 +128,15 @@ impl Daemon {
         follow_events(&engine, &audit);
         let socket = AgentSocket::bind(&opts.socket)?;
         let control = AgentSocket::bind(&opts.control_socket())?;
+        let http = match opts.http_port {
+            Some(port) => Some(start_http(port, &opts.http_file()).await?),
+            None => None,
+        };
         Ok(Self {
             server: McpServer::new(engine, limits),
             socket,
             control,
+            http,
             audit,
         })
     }
@@ -113,6 +144,13 @@ impl Daemon {
     /// The agent socket path.
     pub fn socket_path(&self) -> &std::path::Path {
         self.socket.path()
+    }
+
+    /// The HTTP endpoint's URL and token, if it is on.
+    pub fn http(&self) -> Option<(String, &str)> {
+        self.http
+            .as_ref()
+            .map(|(e, token, _)| (format!("http://{}/mcp", e.addr()), token.as_str()))
     }
 
     /// The engine.
@@ -123,12 +161,45 @@ impl Daemon {
     /// Serves until `shutdown` fires, then drains and flushes.
     pub async fn run(self, shutdown: CancellationToken) {
         let control = self.server.clone().with_role(Role::Control);
+        let http = async {
+            if let Some((endpoint, token, file)) = self.http {
+                endpoint
+                    .serve(self.server.clone(), token, shutdown.clone())
+                    .await;
+                let _ = std::fs::remove_file(file);
+            }
+        };
         tokio::join!(
-            self.socket.serve(self.server, shutdown.clone()),
-            self.control.serve(control, shutdown)
+            self.socket.serve(self.server.clone(), shutdown.clone()),
+            self.control.serve(control, shutdown.clone()),
+            http
         );
         self.audit.flush().await;
     }
+}
+
+/// Binds the HTTP endpoint and writes its URL and token to `file` (0600).
+async fn start_http(
+    port: u16,
+    file: &std::path::Path,
+) -> Result<(HttpEndpoint, String, PathBuf), DaemonError> {
+    let io = |source| DaemonError::Http {
+        path: file.to_owned(),
+        source,
+    };
+    let endpoint = HttpEndpoint::bind(port).await.map_err(io)?;
+    let token = new_token();
+    let body =
+        serde_json::json!({"url": format!("http://{}/mcp", endpoint.addr()), "token": token});
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(file)
+        .map_err(io)?;
+    f.write_all(body.to_string().as_bytes()).map_err(io)?;
+    Ok((endpoint, token, file.to_owned()))
 }
 
 /// Records the engine events that matter after the fact (breaker

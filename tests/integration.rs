@@ -3,6 +3,7 @@
 
 mod bridge;
 mod common;
+mod http;
 mod path_escape;
 mod pipeline;
 mod socket;

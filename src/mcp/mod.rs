@@ -5,6 +5,7 @@
 pub mod convert;
 pub mod frame;
 mod gate;
+pub mod http;
 pub mod jsonrpc;
 pub mod server;
 

@@ -197,10 +197,10 @@ impl McpServer {
         self.cleanup(&conn);
     }
 
-    /// Removes what the connection left behind: its agents' tools and any
+    /// Removes what a connection left behind: its agents' tools and any
     /// gate still waiting for a report (that call then fails as
     /// `connection`).
-    fn cleanup(&self, conn: &Conn) {
+    pub fn cleanup(&self, conn: &Conn) {
         conn.gates.clear();
         let agents =
             std::mem::take(&mut *conn.agents.lock().unwrap_or_else(PoisonError::into_inner));
@@ -257,7 +257,8 @@ impl McpServer {
         }
     }
 
-    fn notification(&self, conn: &Conn, method: &str, params: Option<Value>) {
+    /// Handles one notification; shared by every transport.
+    pub fn notification(&self, conn: &Conn, method: &str, params: Option<Value>) {
         match method {
             "notifications/initialized" => conn.initialized.store(true, Ordering::Release),
             "notifications/cancelled" => {

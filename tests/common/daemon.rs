@@ -21,6 +21,8 @@ pub(crate) struct TestDaemon {
     pub(crate) socket: PathBuf,
     pub(crate) engine: Engine,
     pub(crate) shutdown: CancellationToken,
+    /// The HTTP endpoint's URL and token.
+    pub(crate) http: (String, String),
     pub(crate) handle: JoinHandle<()>,
 }
 
@@ -39,9 +41,14 @@ impl TestDaemon {
             socket: dir.path().join("run/agent.sock"),
             data_dir: dir.path().join("data"),
             retention: Duration::from_secs(86_400),
+            http_port: Some(0),
         };
         let daemon = Daemon::start_with(config, &opts, limits).await.unwrap();
         let engine = daemon.engine().clone();
+        let http = daemon
+            .http()
+            .map(|(u, t)| (u, t.to_owned()))
+            .expect("http on");
         let shutdown = CancellationToken::new();
         let handle = tokio::spawn(daemon.run(shutdown.clone()));
         Self {
@@ -49,6 +56,7 @@ impl TestDaemon {
             socket: opts.socket,
             engine,
             shutdown,
+            http,
             handle,
         }
     }

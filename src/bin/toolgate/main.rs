@@ -44,8 +44,15 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the headless daemon: engine, audit log and agent socket.
-    Serve,
+    /// Run the headless daemon: engine, audit log, agent socket, localhost HTTP.
+    Serve {
+        /// Port of the localhost MCP-over-HTTP endpoint (0 = pick a free one).
+        #[arg(long, default_value_t = 0)]
+        http_port: u16,
+        /// Do not serve MCP over HTTP.
+        #[arg(long)]
+        no_http: bool,
+    },
     /// Relay stdio to the daemon's socket, for stdio-only MCP clients.
     McpBridge {
         /// Start a daemon if none is running.
@@ -123,7 +130,9 @@ fn init_tracing() {
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
-        Command::Serve => serve::serve(&cli).await,
+        Command::Serve { http_port, no_http } => {
+            serve::serve(&cli, (!no_http).then_some(*http_port)).await
+        }
         Command::McpBridge { spawn } => serve::bridge(&cli, *spawn).await,
         Command::Tools { json } => calls::tools(&cli, *json).await,
         Command::Call { tool, args, json } => calls::call(&cli, tool, args, *json).await,

@@ -9,9 +9,10 @@ use toolgate::daemon::Daemon;
 
 use crate::{Cli, config, serve_options};
 
-pub(crate) async fn serve(cli: &Cli) -> anyhow::Result<ExitCode> {
+pub(crate) async fn serve(cli: &Cli, http_port: Option<u16>) -> anyhow::Result<ExitCode> {
     let config = config(cli)?;
     let mut opts = serve_options(cli);
+    opts.http_port = http_port;
     if let (None, Some(d)) = (&cli.data_dir, &config.data_dir) {
         opts.data_dir = d.clone();
     }
@@ -29,6 +30,13 @@ pub(crate) async fn serve(cli: &Cli) -> anyhow::Result<ExitCode> {
         daemon.socket_path().display(),
         opts.data_dir.join("audit.db").display()
     );
+    if let Some((url, _)) = daemon.http() {
+        let _ = writeln!(
+            out,
+            "MCP over HTTP: {url} (bearer token in {})",
+            opts.http_file().display()
+        );
+    }
     let _ = out.flush();
     drop(out);
     let shutdown = CancellationToken::new();

@@ -1,0 +1,285 @@
+//! The streamable-HTTP MCP endpoint (`POST/GET/DELETE /mcp`, protocol
+//! 2025-03-26 and later), for MCP clients that speak HTTP rather than stdio.
+//!
+//! Localhost only, and three checks before any JSON is read (MCP's
+//! security guidance against DNS rebinding, also the seed's
+//! `mcp_security`): the `Host` header must name the loopback address and
+//! port we listen on; an `Origin`, when a browser sends one, must be that
+//! same loopback origin; and `Authorization: Bearer <token>` must carry the
+//! per-launch token (compared in constant time). The token is written to a
+//! `0600` file next to the agent socket, so only the owner's programs can
+//! read it.
+//!
+//! Requests are answered with a single `application/json` body (the spec
+//! allows this instead of an SSE stream); `GET` opens an SSE stream that
+//! carries `notifications/tools/list_changed`.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use futures::StreamExt;
+use tokio_util::sync::CancellationToken;
+
+use super::jsonrpc::{self, Incoming};
+use super::server::{Conn, McpServer};
+use crate::context::{Caller, Session};
+
+/// The header carrying the session id (MCP spec).
+pub const SESSION_HEADER: &str = "mcp-session-id";
+
+#[derive(Clone)]
+struct Http {
+    server: McpServer,
+    token: Arc<str>,
+    port: u16,
+    sessions: Arc<Mutex<HashMap<String, Arc<Conn>>>>,
+}
+
+/// A bound HTTP endpoint.
+#[derive(Debug)]
+pub struct HttpEndpoint {
+    listener: tokio::net::TcpListener,
+    addr: SocketAddr,
+}
+
+impl HttpEndpoint {
+    /// Binds `127.0.0.1:port` (`0` = pick a free port).
+    ///
+    /// # Errors
+    /// The bind error.
+    pub async fn bind(port: u16) -> std::io::Result<Self> {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+        let addr = listener.local_addr()?;
+        Ok(Self { listener, addr })
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Serves until `shutdown`.
+    pub async fn serve(self, server: McpServer, token: String, shutdown: CancellationToken) {
+        let state = Http {
+            server,
+            token: token.into(),
+            port: self.addr.port(),
+            sessions: Arc::default(),
+        };
+        let app = Router::new()
+            .route("/mcp", post(post_mcp).get(get_mcp).delete(delete_mcp))
+            .layer(middleware::from_fn_with_state(state.clone(), guard))
+            .with_state(state.clone());
+        let result = axum::serve(self.listener, app)
+            .with_graceful_shutdown(shutdown.cancelled_owned())
+            .await;
+        if let Err(e) = result {
+            tracing::warn!("HTTP endpoint stopped: {e}");
+        }
+        let sessions = std::mem::take(
+            &mut *state
+                .sessions
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        for conn in sessions.values() {
+            state.server.cleanup(conn);
+        }
+    }
+}
+
+/// A fresh 256-bit token, hex.
+pub fn new_token() -> String {
+    format!(
+        "{:032x}{:032x}",
+        rand::random::<u128>(),
+        rand::random::<u128>()
+    )
+}
+
+/// Refuses requests whose Host, Origin or token is wrong, before routing.
+async fn guard(State(s): State<Http>, req: Request, next: Next) -> Response {
+    let headers = req.headers();
+    let host_ok = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .is_some_and(|h| is_local(h, s.port));
+    if !host_ok {
+        return refuse(
+            StatusCode::FORBIDDEN,
+            "Host must be 127.0.0.1 or localhost with this port",
+        );
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let ok = origin
+            .to_str()
+            .ok()
+            .and_then(|o| o.strip_prefix("http://"))
+            .is_some_and(|o| is_local(o, s.port));
+        if !ok {
+            return refuse(StatusCode::FORBIDDEN, "Origin is not this local endpoint");
+        }
+    }
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|h| h.to_str().ok())
+        .and_then(|h| h.strip_prefix("Bearer "))
+        .unwrap_or("");
+    if !constant_time_eq(bearer.as_bytes(), s.token.as_bytes()) {
+        return refuse(StatusCode::UNAUTHORIZED, "missing or wrong bearer token");
+    }
+    next.run(req).await
+}
+
+fn is_local(host: &str, port: u16) -> bool {
+    ["127.0.0.1", "localhost", "[::1]"]
+        .iter()
+        .any(|h| host == format!("{h}:{port}"))
+}
+
+/// Compares without an early exit, so the token cannot be guessed byte by
+/// byte from response times.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn refuse(status: StatusCode, why: &'static str) -> Response {
+    (status, why).into_response()
+}
+
+fn session_of(s: &Http, headers: &HeaderMap) -> Option<(String, Arc<Conn>)> {
+    let id = headers.get(SESSION_HEADER)?.to_str().ok()?.to_owned();
+    let conn = s
+        .sessions
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&id)?
+        .clone();
+    Some((id, conn))
+}
+
+async fn post_mcp(State(s): State<Http>, headers: HeaderMap, body: Bytes) -> Response {
+    let msg = match jsonrpc::parse(&body) {
+        Ok(m) => m,
+        Err(r) => {
+            return json_response(
+                StatusCode::BAD_REQUEST,
+                jsonrpc::error_line(&r.id, r.code, &r.message),
+                None,
+            );
+        }
+    };
+    let session = session_of(&s, &headers);
+    match msg {
+        Incoming::Request { id, method, params } if method == "initialize" => {
+            let sid = new_token();
+            let caller = Caller::via("http");
+            let conn = Arc::new(Conn::new(Session::new(
+                format!("http-{}", &sid[..12]),
+                caller,
+            )));
+            let line = s.server.request(&conn, &id, &method, params).await;
+            s.sessions
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(sid.clone(), conn);
+            json_response(StatusCode::OK, line, Some(sid))
+        }
+        Incoming::Request { id, method, params } => match session {
+            Some((_, conn)) => {
+                let line = s.server.request(&conn, &id, &method, params).await;
+                json_response(StatusCode::OK, line, None)
+            }
+            None => refuse(
+                StatusCode::NOT_FOUND,
+                "unknown or missing Mcp-Session-Id; initialize first",
+            ),
+        },
+        Incoming::Notification { method, params } => {
+            if let Some((_, conn)) = session {
+                s.server.notification(&conn, &method, params);
+            }
+            StatusCode::ACCEPTED.into_response()
+        }
+        Incoming::Response => StatusCode::ACCEPTED.into_response(),
+    }
+}
+
+fn json_response(status: StatusCode, mut line: Vec<u8>, session: Option<String>) -> Response {
+    if line.last() == Some(&b'\n') {
+        line.pop();
+    }
+    let mut r = (status, [(header::CONTENT_TYPE, "application/json")], line).into_response();
+    if let Some(sid) = session.and_then(|s| HeaderValue::from_str(&s).ok()) {
+        r.headers_mut().insert(SESSION_HEADER, sid);
+    }
+    r
+}
+
+/// The server → client stream: `list_changed` notifications as SSE.
+async fn get_mcp(State(s): State<Http>, headers: HeaderMap) -> Response {
+    let Some((_, conn)) = session_of(&s, &headers) else {
+        return refuse(StatusCode::NOT_FOUND, "unknown or missing Mcp-Session-Id");
+    };
+    let changes = s.server.engine().registry().subscribe_changes();
+    let stream = futures::stream::unfold(changes, |mut rx| async move {
+        rx.changed().await.ok()?;
+        let version = *rx.borrow_and_update();
+        Some((version, rx))
+    })
+    .filter(move |_| std::future::ready(conn.is_initialized()))
+    .map(|_| {
+        let line = jsonrpc::notification_line("notifications/tools/list_changed");
+        let data = String::from_utf8_lossy(&line).trim_end().to_owned();
+        Ok::<_, std::convert::Infallible>(Bytes::from(format!("event: message\ndata: {data}\n\n")))
+    });
+    let mut r = axum::body::Body::from_stream(stream).into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    r
+}
+
+async fn delete_mcp(State(s): State<Http>, headers: HeaderMap) -> Response {
+    let Some((id, conn)) = session_of(&s, &headers) else {
+        return refuse(StatusCode::NOT_FOUND, "unknown or missing Mcp-Session-Id");
+    };
+    s.sessions
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .remove(&id);
+    s.server.cleanup(&conn);
+    StatusCode::NO_CONTENT.into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_loopback_hosts_with_our_port_pass() {
+        assert!(is_local("127.0.0.1:8080", 8080));
+        assert!(is_local("localhost:8080", 8080));
+        assert!(!is_local("127.0.0.1:8081", 8080));
+        assert!(!is_local("evil.example:8080", 8080));
+        assert!(!is_local("127.0.0.1.evil.example:8080", 8080));
+    }
+
+    #[test]
+    fn token_comparison() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"abcd"));
+    }
+}
