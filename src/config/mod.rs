@@ -9,6 +9,7 @@
 mod locate;
 pub mod raw;
 pub mod servers;
+pub mod watch;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
