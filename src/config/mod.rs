@@ -6,6 +6,7 @@
 //! failure_threshold: must be at least 1`), so a person fixes the file in one
 //! pass. Defaults live in `settings` and `pipeline::policy`, one place each.
 
+pub mod import;
 mod locate;
 pub mod raw;
 pub mod servers;
