@@ -21,6 +21,7 @@ pub mod paths;
 pub mod pipeline;
 pub mod registry;
 pub mod schema;
+pub mod secrets;
 pub mod settings;
 pub mod setup;
 pub mod socket;

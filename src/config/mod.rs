@@ -6,8 +6,11 @@
 //! failure_threshold: must be at least 1`), so a person fixes the file in one
 //! pass. Defaults live in `settings` and `pipeline::policy`, one place each.
 
+pub mod import;
+mod locate;
 pub mod raw;
 pub mod servers;
+pub mod watch;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -85,6 +88,8 @@ pub struct Config {
     pub policy: PolicyConfig,
     /// Built-in tools.
     pub builtin: BuiltinConfig,
+    /// Upstream MCP servers, validated (names unique, URLs checked).
+    pub servers: Vec<servers::ServerSpec>,
 }
 
 impl Default for Config {
@@ -104,6 +109,7 @@ impl Default for Config {
                 shell_max_timeout: Duration::from_secs(60),
                 ..BuiltinConfig::default()
             },
+            servers: Vec::new(),
         })
     }
 }
@@ -116,9 +122,9 @@ impl Config {
     pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
         let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_owned(),
-            message: e.to_string().trim_end().to_owned(),
+            message: locate::parse_error(text, &e),
         })?;
-        Self::from_raw(raw, Some(path.to_owned()))
+        Self::from_raw(raw, Some(path.to_owned())).map_err(|e| locate::add_lines(text, e))
     }
 
     /// Loads `path`, or the default location if `None` (defaults if absent).
@@ -181,6 +187,7 @@ impl Config {
             }
         }
         let builtin = builtin_config(&raw, &mut problems);
+        let servers = servers::validate(&raw.servers, &mut problems);
         if !problems.is_empty() {
             return Err(ConfigError::Invalid {
                 path: path.unwrap_or_else(|| "<defaults>".into()),
@@ -197,6 +204,7 @@ impl Config {
             settings: Settings::new(defaults, per_tool),
             policy,
             builtin,
+            servers,
         })
     }
 }

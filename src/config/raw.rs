@@ -37,6 +37,10 @@ pub struct RawConfig {
     /// Per-tool overrides, keyed by tool name.
     #[serde(default)]
     pub tools: BTreeMap<String, RawToolOverride>,
+    // -- servers (issue 5) --
+    /// Upstream MCP servers (`[[servers]]`); validated by `config::servers`.
+    #[serde(default)]
+    pub servers: Vec<super::servers::RawServer>,
 }
 
 /// Limits, globally (`[pipeline]`).

@@ -5,6 +5,7 @@
 //! configuration).
 
 mod calls;
+mod config_cmd;
 mod inspect;
 mod serve;
 
@@ -85,6 +86,16 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print another MCP client's servers as `[[servers]]` TOML to stdout.
+    Import {
+        #[command(subcommand)]
+        from: config_cmd::ImportFrom,
+    },
+    /// Manage keychain secrets that the config refers to as `keyring:NAME`.
+    Secret {
+        #[command(subcommand)]
+        action: config_cmd::SecretAction,
+    },
     /// Show the audit log (read straight from the database).
     Audit {
         /// Keep printing new calls as they are recorded.
@@ -138,6 +149,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Call { tool, args, json } => calls::call(&cli, tool, args, *json).await,
         Command::Breakers { reset, json } => inspect::breakers(&cli, reset.as_deref(), *json).await,
         Command::Audit { tail, limit, json } => inspect::audit(&cli, *tail, *limit, *json).await,
+        Command::Import { .. } | Command::Secret { .. } => {
+            Ok(config_cmd::run(&cli.command)?.unwrap_or(ExitCode::SUCCESS))
+        }
     }
 }
 

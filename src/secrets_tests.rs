@@ -1,0 +1,275 @@
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::tool::Trust;
+
+fn name(n: &str) -> SecretName {
+    SecretName::new(n).unwrap()
+}
+
+fn store_with(pairs: &[(&str, &str)]) -> MemoryStore {
+    let s = MemoryStore::new();
+    for (k, v) in pairs {
+        s.set(&name(k), &Secret::new(*v)).unwrap();
+    }
+    s
+}
+
+fn spec(transport: TransportSpec, auth: Option<AuthSpec>) -> ServerSpec {
+    ServerSpec {
+        name: "s".into(),
+        enabled: true,
+        trust: Trust::External,
+        timeout: None,
+        max_retries: None,
+        breaker_failure_threshold: None,
+        breaker_cooldown: None,
+        auth,
+        transport,
+    }
+}
+
+fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+#[test]
+fn secret_redacts_in_debug_and_display() {
+    let s = Secret::new("hunter2");
+    assert_eq!(format!("{s}"), "<redacted>");
+    assert_eq!(format!("{s:?}"), "Secret(<redacted>)");
+    assert_eq!(format!("{:?}", Some(&s)), "Some(Secret(<redacted>))");
+    assert_eq!(s.expose(), "hunter2");
+}
+
+#[test]
+fn secret_names_follow_the_rule() {
+    for ok in ["a", "gh_TOKEN", "x.y-z", &"n".repeat(128)] {
+        assert!(SecretName::new(ok).is_ok(), "{ok}");
+    }
+    for bad in ["", "has space", "a/b", "ä", &"n".repeat(129)] {
+        assert!(
+            matches!(SecretName::new(bad), Err(SecretError::InvalidName { .. })),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn resolve_stdio_env_replaces_only_references() {
+    let store = store_with(&[("gh", "ghp_real")]);
+    let s = spec(
+        TransportSpec::Stdio {
+            command: "c".into(),
+            args: vec!["keyring:gh".into()],
+            env: map(&[("GITHUB_TOKEN", "keyring:gh"), ("MODE", "ro")]),
+            cwd: None,
+        },
+        None,
+    );
+    let r = resolve_spec(&s, &store).unwrap();
+    let TransportSpec::Stdio { env, args, .. } = &r.transport else {
+        panic!()
+    };
+    assert_eq!(env["GITHUB_TOKEN"], "ghp_real");
+    assert_eq!(env["MODE"], "ro");
+    assert_eq!(args[0], "keyring:gh", "args are not secret slots");
+    // The configured spec is untouched.
+    let TransportSpec::Stdio { env, .. } = &s.transport else {
+        panic!()
+    };
+    assert_eq!(env["GITHUB_TOKEN"], "keyring:gh");
+}
+
+#[test]
+fn resolve_headers_and_auth() {
+    let store = store_with(&[("h", "hv"), ("tok", "tv"), ("pw", "pv")]);
+    for t in [
+        TransportSpec::Sse {
+            url: "http://h/sse".into(),
+            headers: map(&[("X-K", "keyring:h")]),
+        },
+        TransportSpec::StreamableHttp {
+            url: "http://h/mcp".into(),
+            headers: map(&[("X-K", "keyring:h")]),
+        },
+        TransportSpec::Websocket {
+            url: "ws://h".into(),
+            headers: map(&[("X-K", "keyring:h")]),
+        },
+    ] {
+        let r = resolve_spec(
+            &spec(
+                t,
+                Some(AuthSpec::Bearer {
+                    token: "keyring:tok".into(),
+                }),
+            ),
+            &store,
+        )
+        .unwrap();
+        let (TransportSpec::Sse { headers, .. }
+        | TransportSpec::StreamableHttp { headers, .. }
+        | TransportSpec::Websocket { headers, .. }) = &r.transport
+        else {
+            panic!()
+        };
+        assert_eq!(headers["X-K"], "hv");
+        assert_eq!(r.auth, Some(AuthSpec::Bearer { token: "tv".into() }));
+    }
+    let basic = spec(
+        TransportSpec::Sse {
+            url: "http://h/sse".into(),
+            headers: BTreeMap::new(),
+        },
+        Some(AuthSpec::Basic {
+            username: "u".into(),
+            password: "keyring:pw".into(),
+        }),
+    );
+    assert_eq!(
+        resolve_spec(&basic, &store).unwrap().auth,
+        Some(AuthSpec::Basic {
+            username: "u".into(),
+            password: "pv".into()
+        })
+    );
+}
+
+#[test]
+fn missing_secret_error_names_it_and_no_value() {
+    let store = store_with(&[("other", "zzz-secret-zzz")]);
+    let s = spec(
+        TransportSpec::Stdio {
+            command: "c".into(),
+            args: vec![],
+            env: map(&[("A", "keyring:other"), ("B", "keyring:absent")]),
+            cwd: None,
+        },
+        None,
+    );
+    let e = resolve_spec(&s, &store).unwrap_err();
+    let msg = format!("{e} {e:?}");
+    assert!(
+        matches!(&e, SecretError::NotFound { name } if name == "absent"),
+        "{msg}"
+    );
+    assert!(msg.contains("toolgate secret set absent"), "{msg}");
+    assert!(!msg.contains("zzz-secret-zzz"), "{msg}");
+}
+
+#[test]
+fn resolved_spec_debug_does_not_leak() {
+    let store = store_with(&[("tok", "zzz-secret-zzz")]);
+    let s = spec(
+        TransportSpec::StreamableHttp {
+            url: "http://h/mcp".into(),
+            headers: map(&[("Authorization", "keyring:tok")]),
+        },
+        Some(AuthSpec::Bearer {
+            token: "keyring:tok".into(),
+        }),
+    );
+    let r = resolve_spec(&s, &store).unwrap();
+    let dbg = format!("{r:?}");
+    assert!(!dbg.contains("zzz-secret-zzz"), "{dbg}");
+    assert!(dbg.contains("Authorization"), "{dbg}");
+}
+
+#[test]
+fn referenced_names_lists_each_once() {
+    let s = spec(
+        TransportSpec::Sse {
+            url: "http://h/sse".into(),
+            headers: map(&[("A", "keyring:x"), ("B", "keyring:x"), ("C", "plain")]),
+        },
+        Some(AuthSpec::Bearer {
+            token: "keyring:t".into(),
+        }),
+    );
+    assert_eq!(referenced_names(&s), vec!["t".to_owned(), "x".to_owned()]);
+}
+
+#[test]
+fn cli_set_reads_stdin_and_drops_one_newline() {
+    let store = MemoryStore::new();
+    cli_set(&store, "n", "line one\r\n".as_bytes()).unwrap();
+    assert_eq!(cli_get(&store, "n").unwrap().expose(), "line one");
+    cli_set(&store, "n", "a\n\n".as_bytes()).unwrap();
+    assert_eq!(
+        cli_get(&store, "n").unwrap().expose(),
+        "a\n",
+        "only one newline dropped"
+    );
+    cli_set(&store, "n", "no newline".as_bytes()).unwrap();
+    assert_eq!(cli_get(&store, "n").unwrap().expose(), "no newline");
+}
+
+#[test]
+fn cli_set_rejects_empty_value_and_bad_name() {
+    let store = MemoryStore::new();
+    assert!(matches!(
+        cli_set(&store, "n", "\n".as_bytes()),
+        Err(SecretError::Empty { .. })
+    ));
+    assert!(matches!(
+        cli_set(&store, "bad name", "v".as_bytes()),
+        Err(SecretError::InvalidName { .. })
+    ));
+    assert!(matches!(
+        cli_get(&store, "n"),
+        Err(SecretError::NotFound { .. })
+    ));
+}
+
+#[test]
+fn cli_rm_removes_and_reports_missing() {
+    let store = store_with(&[("n", "v")]);
+    cli_rm(&store, "n").unwrap();
+    assert!(matches!(
+        cli_get(&store, "n"),
+        Err(SecretError::NotFound { .. })
+    ));
+    assert!(matches!(
+        cli_rm(&store, "n"),
+        Err(SecretError::NotFound { .. })
+    ));
+}
+
+/// The production store against a real Secret Service. Needs a D-Bus
+/// session with an unlocked keyring, so it is `#[ignore]`d here and run by
+/// `scripts/keyring-test` (see the module docs for why not a mock store).
+#[test]
+#[ignore = "needs a Secret Service; run scripts/keyring-test"]
+fn keyring_round_trip() {
+    let store = KeyringStore::new().expect("a Secret Service (run scripts/keyring-test)");
+    let n = name(&format!("toolgate-test-{}", std::process::id()));
+    assert!(matches!(store.get(&n), Err(SecretError::NotFound { .. })));
+    store.set(&n, &Secret::new("v1 ünïcode")).unwrap();
+    assert_eq!(store.get(&n).unwrap().expose(), "v1 ünïcode");
+    store.set(&n, &Secret::new("v2")).unwrap();
+    assert_eq!(store.get(&n).unwrap().expose(), "v2", "set replaces");
+    let s = spec(
+        TransportSpec::Stdio {
+            command: "c".into(),
+            args: vec![],
+            env: map(&[("T", &format!("keyring:{}", n.as_str()))]),
+            cwd: None,
+        },
+        None,
+    );
+    let r = resolve_spec(&s, &store).unwrap();
+    let TransportSpec::Stdio { env, .. } = &r.transport else {
+        panic!()
+    };
+    assert_eq!(env["T"], "v2");
+    store.delete(&n).unwrap();
+    assert!(matches!(store.get(&n), Err(SecretError::NotFound { .. })));
+    assert!(matches!(
+        store.delete(&n),
+        Err(SecretError::NotFound { .. })
+    ));
+}
