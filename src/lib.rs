@@ -20,6 +20,7 @@ pub mod schema;
 pub mod settings;
 pub mod setup;
 pub mod tool;
+pub mod upstream;
 
 pub use engine::{CallReply, Engine};
 pub use error::{CallError, ErrorKind};
