@@ -3,3 +3,6 @@
 
 mod path_escape;
 mod ssrf;
+mod upstream_remote;
+mod upstream_stdio;
+mod upstream_support;

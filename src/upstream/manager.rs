@@ -121,9 +121,8 @@ impl Upstreams {
             }
         }
         for (name, spec) in wanted {
-            if !running.contains_key(&name) {
-                let r = self.start(name.clone(), spec);
-                running.insert(name, r);
+            if let std::collections::hash_map::Entry::Vacant(slot) = running.entry(name.clone()) {
+                slot.insert(self.start(name, spec));
             }
         }
     }

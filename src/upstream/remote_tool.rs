@@ -19,7 +19,7 @@ use serde_json::Value;
 use super::errors::map_service_error;
 use crate::context::CallContext;
 use crate::error::CallError;
-use crate::tool::{Content, JsonObject, Tool, ToolResult};
+use crate::tool::{Content, Tool, ToolResult};
 
 /// The current connection to one server, if any.
 pub(crate) type PeerSlot = Arc<ArcSwapOption<Peer<RoleClient>>>;
@@ -77,7 +77,7 @@ pub(crate) fn convert(r: CallToolResult) -> ToolResult {
             Ok(Value::Object(o)) => Some(o),
             _ => None,
         })
-        .unwrap_or_else(JsonObject::new);
+        .unwrap_or_default();
     ToolResult {
         content,
         is_error: r.is_error.unwrap_or(false),

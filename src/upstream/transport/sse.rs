@@ -143,20 +143,18 @@ impl Transport<RoleClient> for SseClientTransport {
         }
     }
 
-    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
-        async move {
-            let events = self.events.as_mut()?;
-            loop {
-                match events.next().await? {
-                    Ok(ev) => {
-                        if let Some(msg) = message(ev) {
-                            return Some(msg);
-                        }
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let events = self.events.as_mut()?;
+        loop {
+            match events.next().await? {
+                Ok(ev) => {
+                    if let Some(msg) = message(ev) {
+                        return Some(msg);
                     }
-                    Err(e) => {
-                        tracing::warn!("SSE upstream stream failed: {e}");
-                        return None;
-                    }
+                }
+                Err(e) => {
+                    tracing::warn!("SSE upstream stream failed: {e}");
+                    return None;
                 }
             }
         }
