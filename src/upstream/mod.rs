@@ -23,6 +23,20 @@
 //! - [`PinStore`] (`pins`) and `inspect`: rug-pull detection and injection
 //!   markers.
 //!
+//! Wiring (daemon startup):
+//!
+//! ```no_run
+//! # async fn demo(engine: toolgate::Engine, audit: toolgate::audit::AuditLog,
+//! #               specs: Vec<toolgate::config::servers::ServerSpec>) -> Result<(), Box<dyn std::error::Error>> {
+//! use toolgate::upstream::{PinStore, UpstreamOptions, Upstreams};
+//! let pins = PinStore::open(audit.pool().clone()).await?;
+//! let upstreams = Upstreams::new(engine.clone(), pins, UpstreamOptions::default());
+//! upstreams.apply(specs).await; // again on every config reload
+//! // ... serve ...
+//! upstreams.shutdown().await; // before exit: ends every server process group
+//! # Ok(()) }
+//! ```
+//!
 //! [`Registry`]: crate::registry::Registry
 //! [`Source::Mcp`]: crate::tool::Source::Mcp
 
