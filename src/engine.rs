@@ -157,6 +157,12 @@ impl Engine {
         &self.inner.events
     }
 
+    /// The per-tool limits; components that add tools at run time (upstream
+    /// MCP servers) set their overrides here.
+    pub fn settings(&self) -> &Settings {
+        &self.inner.settings
+    }
+
     /// The circuit breakers.
     pub fn breaker(&self) -> &Breaker {
         &self.inner.breaker

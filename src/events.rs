@@ -12,6 +12,7 @@ use tokio::sync::broadcast;
 
 use crate::error::ErrorKind;
 use crate::tool::{Source, ToolName};
+use crate::upstream::ServerState;
 
 /// A pipeline stage, named in DESIGN.md's order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -186,6 +187,33 @@ pub enum Event {
         tool: ToolName,
         /// `warn`, `block` or `halt`.
         level: &'static str,
+    },
+
+    // --- Upstream MCP servers (src/upstream) ---
+    /// An upstream MCP server changed state.
+    ServerStatus {
+        /// The server's configured name.
+        server: Arc<str>,
+        /// Its new state.
+        state: ServerState,
+        /// Tools it currently contributes to the registry.
+        tools: usize,
+        /// Why it failed or restarted, if it did.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// An upstream tool was held back from the registry until a person
+    /// approves it: its description or schema changed since it was pinned,
+    /// or its description carries injection markers.
+    ToolQuarantined {
+        /// The server.
+        server: Arc<str>,
+        /// The tool's registry name (`<server>__<tool>`).
+        tool: String,
+        /// `changed` or `flagged`.
+        reason: &'static str,
+        /// Injection markers found in the description.
+        flags: Vec<String>,
     },
 }
 

@@ -26,6 +26,7 @@ pub mod settings;
 pub mod setup;
 pub mod socket;
 pub mod tool;
+pub mod upstream;
 
 pub use engine::{CallReply, Engine};
 pub use error::{CallError, ErrorKind};

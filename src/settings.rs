@@ -9,6 +9,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
+
 /// Circuit-breaker thresholds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BreakerConfig {
@@ -133,10 +135,18 @@ impl Default for ToolSettings {
 }
 
 /// Global defaults plus per-tool overrides, already merged.
+///
+/// Two layers of overrides: `per_tool` comes from `[tools.NAME]` in the
+/// config and is fixed; `runtime` is set by components whose tools come and
+/// go while the daemon runs (an upstream MCP server's `timeout_ms`,
+/// `max_retries`, breaker overrides apply to each of its tools). The config
+/// layer wins: a person's per-tool line is more specific than a server-wide
+/// one. Clones share the runtime layer, so the engine sees changes at once.
 #[derive(Debug, Clone, Default)]
 pub struct Settings {
     defaults: Arc<ToolSettings>,
     per_tool: HashMap<String, Arc<ToolSettings>>,
+    runtime: Arc<ArcSwap<HashMap<String, Arc<ToolSettings>>>>,
 }
 
 impl Settings {
@@ -148,12 +158,42 @@ impl Settings {
                 .into_iter()
                 .map(|(k, v)| (k, Arc::new(v)))
                 .collect(),
+            runtime: Arc::default(),
         }
     }
 
-    /// The settings that apply to `tool`.
+    /// The settings that apply to `tool`: config override, else runtime
+    /// override, else the defaults. Lock-free.
     pub fn resolve(&self, tool: &str) -> Arc<ToolSettings> {
-        self.per_tool.get(tool).unwrap_or(&self.defaults).clone()
+        if let Some(s) = self.per_tool.get(tool) {
+            return s.clone();
+        }
+        match self.runtime.load().get(tool) {
+            Some(s) => s.clone(),
+            None => self.defaults.clone(),
+        }
+    }
+
+    /// Sets the runtime override for `tool` (replacing any earlier one).
+    /// A `[tools.NAME]` entry in the config still takes precedence.
+    pub fn set_tool(&self, tool: &str, settings: ToolSettings) {
+        let settings = Arc::new(settings);
+        self.runtime.rcu(|m| {
+            let mut m = HashMap::clone(m);
+            m.insert(tool.to_owned(), settings.clone());
+            m
+        });
+    }
+
+    /// Removes the runtime override for `tool`, if any.
+    pub fn clear_tool(&self, tool: &str) {
+        if self.runtime.load().contains_key(tool) {
+            self.runtime.rcu(|m| {
+                let mut m = HashMap::clone(m);
+                m.remove(tool);
+                m
+            });
+        }
     }
 
     /// The global defaults.

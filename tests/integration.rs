@@ -8,3 +8,6 @@ mod path_escape;
 mod pipeline;
 mod socket;
 mod ssrf;
+mod upstream_remote;
+mod upstream_stdio;
+mod upstream_support;

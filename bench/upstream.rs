@@ -1,0 +1,270 @@
+//! A `tools/call` to a stdio MCP server through toolgate (`Engine::call`,
+//! the full pipeline) versus the same call from an rmcp client straight to
+//! the same kind of server, in one run. Target: toolgate ≤ 1.1× direct.
+//!
+//! The upstream is this very binary re-executed as a minimal rmcp stdio
+//! server with one `echo` tool, so the server's own cost is as small as it
+//! gets and toolgate's overhead is as visible as it can be. The sides run
+//! interleaved call by call (direct, toolgate, toolgate+audit, direct, ...)
+//! so drift in machine load hits all alike. Every call has distinct arguments (the loop guard
+//! would otherwise refuse identical repeats, as it should).
+//!
+//! Run: `cargo bench --bench upstream` (env `ROUNDS`, `CALLS` to change).
+
+#![allow(missing_docs)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ErrorData, ServerHandler, ServiceExt};
+use serde_json::json;
+use toolgate::Engine;
+use toolgate::audit::AuditLog;
+use toolgate::config::Config;
+use toolgate::config::servers::{ServerSpec, TransportSpec};
+use toolgate::context::{Caller, Session};
+use toolgate::tool::Trust;
+use toolgate::upstream::{PinStore, ServerState, UpstreamOptions, Upstreams};
+
+const SERVE: &str = "TOOLGATE_BENCH_SERVE";
+
+#[derive(Clone)]
+struct Echo;
+
+impl ServerHandler for Echo {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let schema = match json!({"type": "object", "properties": {"message": {"type": "string"}}})
+        {
+            serde_json::Value::Object(o) => Arc::new(o),
+            _ => Arc::default(),
+        };
+        Ok(ListToolsResult::with_all_items(vec![Tool::new(
+            "echo", "Echoes.", schema,
+        )]))
+    }
+
+    async fn call_tool(
+        &self,
+        req: CallToolRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let m = req
+            .arguments
+            .and_then(|a| a.get("message").and_then(|m| m.as_str()).map(str::to_owned))
+            .unwrap_or_default();
+        Ok(CallToolResult::success(vec![ContentBlock::text(m)]).into())
+    }
+}
+
+fn server_command() -> tokio::process::Command {
+    let exe = std::env::current_exe().unwrap_or_else(|_| "upstream".into());
+    let mut cmd = tokio::process::Command::new(exe);
+    cmd.env(SERVE, "1");
+    cmd
+}
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+struct Stats(Vec<Duration>);
+
+impl Stats {
+    fn pct(&mut self, p: f64) -> Duration {
+        self.0.sort_unstable();
+        let i = ((self.0.len() as f64 - 1.0) * p).round() as usize;
+        self.0.get(i).copied().unwrap_or_default()
+    }
+
+    fn mean(&self) -> Duration {
+        let n = u32::try_from(self.0.len().max(1)).unwrap_or(u32::MAX);
+        self.0.iter().sum::<Duration>() / n
+    }
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+async fn direct_round(
+    client: &rmcp::service::Peer<rmcp::RoleClient>,
+    calls: usize,
+    base: usize,
+    out: &mut Vec<Duration>,
+) {
+    for i in 0..calls {
+        let args = match json!({"message": format!("m{}", base + i)}) {
+            serde_json::Value::Object(o) => o,
+            _ => serde_json::Map::new(),
+        };
+        let t = Instant::now();
+        let r = client
+            .call_tool(CallToolRequestParams::new("echo").with_arguments(args))
+            .await;
+        out.push(t.elapsed());
+        assert!(r.is_ok(), "direct call failed: {r:?}");
+    }
+}
+
+async fn toolgate_round(
+    engine: &Engine,
+    session: &Session,
+    calls: usize,
+    base: usize,
+    out: &mut Vec<Duration>,
+) {
+    for i in 0..calls {
+        let t = Instant::now();
+        let r = engine
+            .call(
+                session,
+                "bench__echo",
+                json!({"message": format!("m{}", base + i)}),
+            )
+            .await;
+        out.push(t.elapsed());
+        assert!(r.result.is_ok(), "toolgate call failed: {:?}", r.result);
+    }
+}
+
+async fn toolgate_engine(audit: Option<AuditLog>, pins: PinStore) -> (Engine, Upstreams) {
+    let mut b = Engine::builder(Config::default());
+    if let Some(a) = audit {
+        b = b.audit(a);
+    }
+    let engine = b.build();
+    let up = Upstreams::new(engine.clone(), pins, UpstreamOptions::default());
+    let exe = std::env::current_exe()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let spec = ServerSpec {
+        name: "bench".into(),
+        enabled: true,
+        trust: Trust::External,
+        timeout: None,
+        max_retries: None,
+        breaker_failure_threshold: None,
+        breaker_cooldown: None,
+        auth: None,
+        transport: TransportSpec::Stdio {
+            command: exe,
+            args: vec![],
+            env: [(SERVE.to_owned(), "1".to_owned())].into_iter().collect(),
+            cwd: None,
+        },
+    };
+    up.apply(vec![spec]).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while up
+        .status("bench")
+        .is_none_or(|s| s.state != ServerState::Ready)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "bench server not ready: {:?}",
+            up.status("bench")
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    (engine, up)
+}
+
+fn report(name: &str, s: &mut Stats) -> (f64, f64) {
+    let (p50, p99, mean) = (us(s.pct(0.5)), us(s.pct(0.99)), us(s.mean()));
+    println!(
+        "{name:<28} p50 {p50:8.1} µs   p99 {p99:8.1} µs   mean {mean:8.1} µs   (n={})",
+        s.0.len()
+    );
+    (p50, mean)
+}
+
+async fn bench(rounds: usize, calls: usize) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temp dir: {e}"));
+    let audit = AuditLog::open(&dir.path().join("bench.db"))
+        .await
+        .unwrap_or_else(|e| panic!("audit: {e}"));
+    let pins = PinStore::open(audit.pool().clone())
+        .await
+        .unwrap_or_else(|e| panic!("pins: {e}"));
+
+    let (transport, _) = TokioChildProcess::builder(server_command())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn: {e}"));
+    let direct = ().serve(transport).await.unwrap_or_else(|e| panic!("direct: {e}"));
+    let (plain, up_plain) = toolgate_engine(None, pins.clone()).await;
+    let (audited, up_audited) = toolgate_engine(Some(audit), pins).await;
+    let session = Session::new("bench", Caller::via("bench"));
+
+    // Warm-up: first calls pay for lazy initialisation on both sides.
+    let mut sink = Vec::new();
+    direct_round(direct.peer(), 200, 0, &mut sink).await;
+    toolgate_round(&plain, &session, 200, 0, &mut sink).await;
+    toolgate_round(&audited, &session, 200, 0, &mut sink).await;
+
+    // Interleaved call by call, so load changes (2 shared cores) and the
+    // audit writer's background work hit all three alike.
+    let (mut d, mut p, mut a) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..rounds * calls {
+        let base = 1_000_000 + i;
+        direct_round(direct.peer(), 1, base, &mut d).await;
+        toolgate_round(&plain, &session, 1, base, &mut p).await;
+        toolgate_round(&audited, &session, 1, base + 500_000_000, &mut a).await;
+    }
+    println!(
+        "tools/call echo to a stdio rmcp server: {} sequential calls each, interleaved call by call",
+        rounds * calls
+    );
+    let (d50, dmean) = report("direct rmcp client", &mut Stats(d));
+    let (p50, pmean) = report("toolgate (no audit log)", &mut Stats(p));
+    let (a50, amean) = report("toolgate (audit log, WAL)", &mut Stats(a));
+    println!(
+        "ratio toolgate/direct: p50 {:.3}x  mean {:.3}x  (no audit)   p50 {:.3}x  mean {:.3}x  (audited)",
+        p50 / d50,
+        pmean / dmean,
+        a50 / d50,
+        amean / dmean
+    );
+    up_plain.shutdown().await;
+    up_audited.shutdown().await;
+    let _ = direct.cancel().await;
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("runtime: {e}"));
+    if std::env::var_os(SERVE).is_some() {
+        rt.block_on(async {
+            if let Ok(s) = Echo.serve(rmcp::transport::stdio()).await {
+                let _ = s.waiting().await;
+            }
+        });
+        return;
+    }
+    // `cargo bench` passes `--bench`; `cargo test --benches` runs a short
+    // smoke pass so the bench keeps working.
+    let (rounds, calls) = if std::env::args().any(|a| a == "--bench") {
+        (env_usize("ROUNDS", 5), env_usize("CALLS", 2000))
+    } else {
+        (1, 10)
+    };
+    rt.block_on(bench(rounds, calls));
+}

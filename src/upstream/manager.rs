@@ -1,0 +1,242 @@
+//! [`Upstreams`]: the set of configured servers, kept in line with the
+//! config.
+//!
+//! The daemon creates one at startup, calls [`Upstreams::apply`] with the
+//! enabled and disabled `ServerSpec`s (secrets already resolved), calls it
+//! again on every config reload, and calls [`Upstreams::shutdown`] before
+//! exiting. `apply` is a diff: new servers start, removed or disabled ones
+//! stop, changed ones restart, unchanged ones are not touched (their
+//! sessions and processes survive the reload).
+
+use std::collections::HashMap;
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+
+use tokio::sync::{Mutex, mpsc};
+use tokio::task::JoinHandle;
+
+use super::pins::{PinError, PinRecord, PinStore};
+use super::status::ServerStatus;
+use super::stderr::StderrLog;
+use super::supervisor::{Control, StatusBoard, Supervisor};
+use super::transport::kill_group;
+use crate::config::servers::ServerSpec;
+use crate::engine::Engine;
+
+/// Supervision tunables.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpstreamOptions {
+    /// Limit for starting/connecting and the MCP handshake. Default 60 s:
+    /// `npx` may install a package on first start.
+    pub connect_timeout: Duration,
+    /// First reconnect delay. Default 250 ms.
+    pub backoff_initial: Duration,
+    /// Largest reconnect delay. Default 30 s: a broken server costs little,
+    /// a healed one is back within half a minute.
+    pub backoff_max: Duration,
+    /// A connection that stayed up this long resets the backoff. Default 30 s.
+    pub stable_after: Duration,
+    /// How long a stopping server gets to exit after its stdin is closed,
+    /// before its process group is killed. Default 2 s.
+    pub stop_grace: Duration,
+    /// Stderr lines kept per server. Default 200.
+    pub stderr_lines: usize,
+}
+
+impl Default for UpstreamOptions {
+    fn default() -> Self {
+        Self {
+            connect_timeout: Duration::from_secs(60),
+            backoff_initial: Duration::from_millis(250),
+            backoff_max: Duration::from_secs(30),
+            stable_after: Duration::from_secs(30),
+            stop_grace: Duration::from_secs(2),
+            stderr_lines: 200,
+        }
+    }
+}
+
+struct Running {
+    spec: ServerSpec,
+    ctl: mpsc::UnboundedSender<Control>,
+    task: JoinHandle<()>,
+}
+
+struct Inner {
+    engine: Engine,
+    pins: PinStore,
+    opts: UpstreamOptions,
+    board: StatusBoard,
+    running: Mutex<HashMap<Arc<str>, Running>>,
+    logs: RwLock<HashMap<Arc<str>, StderrLog>>,
+}
+
+/// The upstream MCP servers. Cloning shares them.
+#[derive(Clone)]
+pub struct Upstreams {
+    inner: Arc<Inner>,
+}
+
+impl Upstreams {
+    /// A manager that registers tools into `engine` and checks them against
+    /// `pins`. Nothing starts until [`Self::apply`].
+    pub fn new(engine: Engine, pins: PinStore, opts: UpstreamOptions) -> Self {
+        let board = StatusBoard::new(engine.events().clone());
+        Self {
+            inner: Arc::new(Inner {
+                engine,
+                pins,
+                opts,
+                board,
+                running: Mutex::new(HashMap::new()),
+                logs: RwLock::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// Makes the running set match `specs` (the hot-reload entry point).
+    /// Returns once removed and changed servers have stopped and new ones
+    /// have been started (not necessarily connected: watch
+    /// [`Self::statuses`] or `Event::ServerStatus`). Disabled specs count
+    /// as absent; of two specs with one name the first wins.
+    pub async fn apply(&self, specs: Vec<ServerSpec>) {
+        let mut wanted: HashMap<Arc<str>, ServerSpec> = HashMap::new();
+        for spec in specs.into_iter().filter(|s| s.enabled) {
+            let name: Arc<str> = Arc::from(spec.name.as_str());
+            if wanted.contains_key(&name) {
+                tracing::warn!("server `{name}` is configured twice; the first entry is used");
+                continue;
+            }
+            wanted.insert(name, spec);
+        }
+        let mut running = self.inner.running.lock().await;
+        let stale: Vec<Arc<str>> = running
+            .iter()
+            .filter(|(n, r)| wanted.get(*n) != Some(&r.spec))
+            .map(|(n, _)| n.clone())
+            .collect();
+        for name in stale {
+            if let Some(r) = running.remove(&name) {
+                self.stop(&name, r).await;
+            }
+        }
+        for (name, spec) in wanted {
+            if let std::collections::hash_map::Entry::Vacant(slot) = running.entry(name.clone()) {
+                slot.insert(self.start(name, spec));
+            }
+        }
+    }
+
+    /// Stops every server and waits until their processes are gone.
+    pub async fn shutdown(&self) {
+        self.apply(Vec::new()).await;
+    }
+
+    /// Every running server's status, by name.
+    pub fn statuses(&self) -> Vec<ServerStatus> {
+        self.inner.board.all()
+    }
+
+    /// One server's status.
+    pub fn status(&self, server: &str) -> Option<ServerStatus> {
+        self.inner.board.get(server)
+    }
+
+    /// The last stderr lines of a stdio server, oldest first.
+    pub fn stderr(&self, server: &str) -> Option<Vec<String>> {
+        let logs = self
+            .inner
+            .logs
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        logs.get(server).map(StderrLog::lines)
+    }
+
+    /// The pin store (for `toolgate pins` and the UI).
+    pub fn pins(&self) -> &PinStore {
+        &self.inner.pins
+    }
+
+    /// A person approves the pending version of `name`; the server's tools
+    /// are then re-read so the tool is registered without a restart.
+    ///
+    /// # Errors
+    /// See [`PinStore::approve`].
+    pub async fn approve(&self, name: &str) -> Result<PinRecord, PinError> {
+        let rec = self.inner.pins.approve(name).await?;
+        let running = self.inner.running.lock().await;
+        if let Some(r) = running.get(rec.server.as_str()) {
+            let _ = r.ctl.send(Control::Refresh);
+        }
+        Ok(rec)
+    }
+
+    fn start(&self, name: Arc<str>, spec: ServerSpec) -> Running {
+        let stderr = StderrLog::new(self.inner.opts.stderr_lines);
+        {
+            let mut logs = self
+                .inner
+                .logs
+                .write()
+                .unwrap_or_else(PoisonError::into_inner);
+            logs.insert(name.clone(), stderr.clone());
+        }
+        self.inner.board.update(&name, |s| {
+            *s = ServerStatus::new(name.clone());
+        });
+        let (ctl, rx) = mpsc::unbounded_channel();
+        let sup = Supervisor {
+            spec: spec.clone(),
+            server: name,
+            engine: self.inner.engine.clone(),
+            pins: self.inner.pins.clone(),
+            board: self.inner.board.clone(),
+            stderr,
+            opts: self.inner.opts.clone(),
+            peer: Arc::default(),
+        };
+        let task = tokio::spawn(sup.run(rx));
+        Running { spec, ctl, task }
+    }
+
+    async fn stop(&self, name: &Arc<str>, r: Running) {
+        let _ = r.ctl.send(Control::Stop);
+        let pid = self.inner.board.get(name).and_then(|s| s.pid);
+        // The task's own stop path is bounded by two grace periods; give it
+        // a little more, then end it and its processes from here.
+        let limit = self.inner.opts.stop_grace * 3;
+        let mut task = r.task;
+        if tokio::time::timeout(limit, &mut task).await.is_err() {
+            task.abort();
+            pid.into_iter().for_each(kill_group);
+        }
+        self.inner.board.remove(name);
+        let mut logs = self
+            .inner
+            .logs
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        logs.remove(name);
+    }
+}
+
+impl Drop for Inner {
+    /// Safety net for a daemon that forgets [`Upstreams::shutdown`]: no
+    /// server process may outlive toolgate.
+    fn drop(&mut self) {
+        for s in self.board.all() {
+            s.pid.into_iter().for_each(kill_group);
+        }
+        if let Ok(running) = self.running.try_lock() {
+            running.values().for_each(|r| r.task.abort());
+        }
+    }
+}
+
+impl std::fmt::Debug for Upstreams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upstreams")
+            .field("servers", &self.inner.board.all())
+            .finish_non_exhaustive()
+    }
+}

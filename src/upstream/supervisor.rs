@@ -1,0 +1,369 @@
+//! One task per server: connect, import its tools, watch, reconnect.
+//!
+//! A stdio server is spawned once and kept, so a stateful session survives
+//! between calls. When the connection ends (the child exited, the socket
+//! closed) the task clears the connection slot (calls in flight fail with
+//! `connection`, new ones fail fast), kills the child's process group so no
+//! helper it spawned lingers, and reconnects after an exponential backoff
+//! (doubling from `backoff_initial`, capped at `backoff_max`; reset once a
+//! connection stayed up for `stable_after`). The tool list is re-read after
+//! every (re)connect — a server may emit `list_changed` before toolgate can
+//! hear it (STACK.md §2) — and on every `notifications/tools/list_changed`.
+//!
+//! Stopping (removal, config change, shutdown) closes the connection
+//! politely (stdin closed, as the MCP spec asks), waits `stop_grace`, then
+//! SIGKILLs the whole group and waits for the child to be reaped: no
+//! zombies, no orphans.
+
+use std::collections::BTreeMap;
+use std::pin::pin;
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+
+use rmcp::ClientHandler;
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+use rmcp::service::{NotificationContext, Peer, QuitReason, RoleClient};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::errors::UpstreamError;
+use super::import::{ImportCtx, Imported, import};
+use super::manager::UpstreamOptions;
+use super::pins::PinStore;
+use super::remote_tool::PeerSlot;
+use super::status::{ServerState, ServerStatus};
+use super::stderr::StderrLog;
+use super::transport::{self, Connection, kill_group};
+use crate::config::servers::ServerSpec;
+use crate::engine::Engine;
+use crate::events::{Event, EventBus};
+use crate::tool::Source;
+
+/// Messages from the manager to a server's task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Control {
+    /// Re-read the tool list (a pin was approved).
+    Refresh,
+    /// Stop for good.
+    Stop,
+}
+
+/// Every server's status, published as events on change.
+#[derive(Debug, Clone)]
+pub(crate) struct StatusBoard {
+    map: Arc<RwLock<BTreeMap<Arc<str>, ServerStatus>>>,
+    events: EventBus,
+}
+
+impl StatusBoard {
+    pub(crate) fn new(events: EventBus) -> Self {
+        Self {
+            map: Arc::default(),
+            events,
+        }
+    }
+
+    pub(crate) fn all(&self) -> Vec<ServerStatus> {
+        let map = self.map.read().unwrap_or_else(PoisonError::into_inner);
+        map.values().cloned().collect()
+    }
+
+    pub(crate) fn get(&self, server: &str) -> Option<ServerStatus> {
+        let map = self.map.read().unwrap_or_else(PoisonError::into_inner);
+        map.get(server).cloned()
+    }
+
+    pub(crate) fn remove(&self, server: &str) {
+        let mut map = self.map.write().unwrap_or_else(PoisonError::into_inner);
+        map.remove(server);
+    }
+
+    /// Changes one status; emits [`Event::ServerStatus`] when what a person
+    /// sees (state, tool count, error) changed.
+    pub(crate) fn update(&self, server: &Arc<str>, f: impl FnOnce(&mut ServerStatus)) {
+        let event = {
+            let mut map = self.map.write().unwrap_or_else(PoisonError::into_inner);
+            let st = map
+                .entry(server.clone())
+                .or_insert_with(|| ServerStatus::new(server.clone()));
+            let before = (st.state, st.tools, st.last_error.clone());
+            f(st);
+            let changed = before != (st.state, st.tools, st.last_error.clone());
+            changed.then(|| Event::ServerStatus {
+                server: server.clone(),
+                state: st.state,
+                tools: st.tools,
+                error: st.last_error.clone(),
+            })
+        };
+        if let Some(e) = event {
+            self.events.emit(e);
+        }
+    }
+}
+
+/// What one server's task works with.
+pub(crate) struct Supervisor {
+    pub(crate) spec: ServerSpec,
+    pub(crate) server: Arc<str>,
+    pub(crate) engine: Engine,
+    pub(crate) pins: PinStore,
+    pub(crate) board: StatusBoard,
+    pub(crate) stderr: StderrLog,
+    pub(crate) opts: UpstreamOptions,
+    pub(crate) peer: PeerSlot,
+}
+
+/// How a connection ended.
+enum Exit {
+    /// Told to stop.
+    Stopped,
+    /// The connection ended by itself.
+    Closed(String),
+}
+
+/// rmcp client handler: forwards `list_changed` to the task.
+#[derive(Clone)]
+struct Watcher {
+    changed: mpsc::UnboundedSender<()>,
+}
+
+impl ClientHandler for Watcher {
+    async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
+        let _ = self.changed.send(());
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("toolgate", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+impl Supervisor {
+    /// Runs until told to stop; then the server's tools are gone from the
+    /// registry and its processes are ended.
+    pub(crate) async fn run(self, mut ctl: mpsc::UnboundedReceiver<Control>) {
+        let mut imported = Imported::new();
+        let mut attempt: u32 = 0;
+        loop {
+            let (tx, mut changed) = mpsc::unbounded_channel();
+            let handler = Watcher { changed: tx };
+            let timeout = self.opts.connect_timeout;
+            let conn = transport::connect(&self.spec, handler, &self.stderr, timeout).await;
+            let started = Instant::now();
+            let exit = match conn {
+                Ok(conn) => {
+                    self.session(conn, &mut changed, &mut ctl, &mut imported)
+                        .await
+                }
+                Err(e) => {
+                    self.failed(&e);
+                    Exit::Closed(e.to_string())
+                }
+            };
+            let Exit::Closed(why) = exit else { break };
+            if started.elapsed() >= self.opts.stable_after {
+                attempt = 0;
+            }
+            self.board.update(&self.server, |s| {
+                if s.state != ServerState::Failed {
+                    s.state = ServerState::Restarting;
+                }
+                s.last_error = Some(why);
+                s.pid = None;
+            });
+            let delay = backoff(&self.opts, attempt);
+            attempt = attempt.saturating_add(1);
+            if stop_requested(&mut ctl, delay).await {
+                break;
+            }
+            self.board.update(&self.server, |s| s.restarts += 1);
+        }
+        self.retire(&imported);
+    }
+
+    /// One live connection, until it ends or the task is told to stop.
+    async fn session(
+        &self,
+        conn: Connection<Watcher>,
+        changed: &mut mpsc::UnboundedReceiver<()>,
+        ctl: &mut mpsc::UnboundedReceiver<Control>,
+        imported: &mut Imported,
+    ) -> Exit {
+        let Connection { service, pid } = conn;
+        let peer = service.peer().clone();
+        let token = service.cancellation_token();
+        let mut waiting = pin!(service.waiting());
+        self.peer.store(Some(Arc::new(peer.clone())));
+        if let Err(e) = self.refresh(&peer, imported).await {
+            self.peer.store(None);
+            token.cancel();
+            self.end(pid, waiting.as_mut()).await;
+            return Exit::Closed(e.to_string());
+        }
+        self.board.update(&self.server, |s| {
+            s.state = ServerState::Ready;
+            s.pid = pid;
+        });
+        loop {
+            tokio::select! {
+                q = waiting.as_mut() => {
+                    self.peer.store(None);
+                    pid.into_iter().for_each(kill_group);
+                    return Exit::Closed(self.closed_reason(q));
+                }
+                Some(()) = changed.recv() => {
+                    while changed.try_recv().is_ok() {}
+                    self.refresh_logged(&peer, imported).await;
+                }
+                c = ctl.recv() => match c {
+                    Some(Control::Refresh) => self.refresh_logged(&peer, imported).await,
+                    Some(Control::Stop) | None => {
+                        self.peer.store(None);
+                        token.cancel();
+                        self.end(pid, waiting.as_mut()).await;
+                        return Exit::Stopped;
+                    }
+                },
+            }
+        }
+    }
+
+    /// Waits for a cancelled service to wind down (its stdin is closed),
+    /// then kills the process group and waits for the child to be reaped.
+    async fn end(
+        &self,
+        pid: Option<u32>,
+        mut waiting: std::pin::Pin<
+            &mut impl Future<Output = Result<QuitReason, tokio::task::JoinError>>,
+        >,
+    ) {
+        let grace = self.opts.stop_grace;
+        if tokio::time::timeout(grace, waiting.as_mut()).await.is_ok() {
+            pid.into_iter().for_each(kill_group);
+            return;
+        }
+        pid.into_iter().for_each(kill_group);
+        // rmcp's close path waits for the killed child, which reaps it.
+        let _ = tokio::time::timeout(grace, waiting).await;
+    }
+
+    async fn refresh_logged(&self, peer: &Peer<RoleClient>, imported: &mut Imported) {
+        if let Err(e) = self.refresh(peer, imported).await {
+            tracing::warn!(server = %self.server, "refreshing tools failed: {e}");
+            self.board
+                .update(&self.server, |s| s.last_error = Some(e.to_string()));
+        }
+    }
+
+    /// Re-reads the tool list and brings the registry in line.
+    async fn refresh(
+        &self,
+        peer: &Peer<RoleClient>,
+        imported: &mut Imported,
+    ) -> Result<(), UpstreamError> {
+        let tools = peer
+            .list_all_tools()
+            .await
+            .map_err(|e| UpstreamError::ListTools(e.to_string()))?;
+        let cx = ImportCtx {
+            engine: &self.engine,
+            pins: &self.pins,
+            spec: &self.spec,
+            server: &self.server,
+            peer: &self.peer,
+        };
+        let out = import(&cx, imported, tools).await;
+        for e in &out.errors {
+            tracing::warn!(server = %self.server, "{e}");
+        }
+        let count = imported.len();
+        self.board.update(&self.server, |s| {
+            s.tools = count;
+            s.quarantined = out.quarantined;
+            if let Some(e) = out.errors.last() {
+                s.last_error = Some(e.clone());
+            }
+        });
+        Ok(())
+    }
+
+    fn failed(&self, e: &UpstreamError) {
+        tracing::warn!(server = %self.server, "cannot connect: {e}");
+        self.board.update(&self.server, |s| {
+            s.state = ServerState::Failed;
+            s.last_error = Some(e.to_string());
+        });
+    }
+
+    fn closed_reason(&self, q: Result<QuitReason, tokio::task::JoinError>) -> String {
+        let what = match q {
+            Ok(QuitReason::Closed) => "the connection closed".to_owned(),
+            Ok(QuitReason::Cancelled) => "the connection was cancelled".to_owned(),
+            Ok(other) => format!("the connection ended: {other:?}"),
+            Err(e) => format!("the client task failed: {e}"),
+        };
+        match self.stderr.last() {
+            Some(line) => format!("{what}; last stderr line: {line}"),
+            None => what,
+        }
+    }
+
+    /// Removes the server's tools and limits; marks it stopped.
+    fn retire(&self, imported: &Imported) {
+        self.peer.store(None);
+        self.engine
+            .registry()
+            .unregister_source(&Source::Mcp(self.server.clone()));
+        for name in imported.keys() {
+            self.engine.settings().clear_tool(name.as_str());
+        }
+        self.board.update(&self.server, |s| {
+            s.state = ServerState::Stopped;
+            s.tools = 0;
+            s.pid = None;
+        });
+    }
+}
+
+/// Delay before reconnect attempt `attempt` (0-based).
+pub(crate) fn backoff(opts: &UpstreamOptions, attempt: u32) -> Duration {
+    let factor = 2u32.saturating_pow(attempt.min(20));
+    opts.backoff_initial
+        .saturating_mul(factor)
+        .min(opts.backoff_max)
+}
+
+/// Waits out `delay`; true if told to stop meanwhile. Refresh requests are
+/// moot while disconnected (the reconnect re-reads the list anyway).
+async fn stop_requested(ctl: &mut mpsc::UnboundedReceiver<Control>, delay: Duration) -> bool {
+    let deadline = Instant::now() + delay;
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep_until(deadline) => return false,
+            c = ctl.recv() => match c {
+                Some(Control::Refresh) => {}
+                Some(Control::Stop) | None => return true,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_and_is_capped() {
+        let o = UpstreamOptions {
+            backoff_initial: Duration::from_millis(100),
+            backoff_max: Duration::from_secs(1),
+            ..UpstreamOptions::default()
+        };
+        let d: Vec<u128> = (0..6).map(|a| backoff(&o, a).as_millis()).collect();
+        assert_eq!(d, [100, 200, 400, 800, 1000, 1000]);
+        assert_eq!(backoff(&o, u32::MAX), Duration::from_secs(1));
+    }
+}
