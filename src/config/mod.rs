@@ -6,6 +6,7 @@
 //! failure_threshold: must be at least 1`), so a person fixes the file in one
 //! pass. Defaults live in `settings` and `pipeline::policy`, one place each.
 
+mod policy;
 pub mod raw;
 pub mod servers;
 
@@ -155,10 +156,6 @@ impl Config {
             &mut problems,
         );
         let mut per_tool = HashMap::new();
-        let mut policy = PolicyConfig::default();
-        if let Some(r) = raw.policy.ask_at {
-            policy.ask_at = r;
-        }
         for (name, o) in &raw.tools {
             if let Err(e) = ToolName::new(name) {
                 problems.push(format!("tools.{name}: {e}"));
@@ -173,14 +170,9 @@ impl Config {
                     &mut problems,
                 ),
             );
-            if let Some(v) = o.policy {
-                policy.per_tool.insert(name.clone(), v);
-            }
-            if let Some(r) = o.risk {
-                policy.risk.insert(name.clone(), r);
-            }
         }
         let builtin = builtin_config(&raw, &mut problems);
+        let policy = policy::policy_config(&raw, &builtin.roots, &mut problems);
         if !problems.is_empty() {
             return Err(ConfigError::Invalid {
                 path: path.unwrap_or_else(|| "<defaults>".into()),
