@@ -14,6 +14,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 
+use crate::approval::{Approvals, PolicyHandle};
 use crate::audit::{AuditLog, CallRecord};
 use crate::config::Config;
 use crate::context::{CallContext, Session};
@@ -53,6 +54,8 @@ struct Inner {
     breaker: Arc<Breaker>,
     loop_guard: Arc<LoopGuard>,
     audit: Option<AuditLog>,
+    policy: PolicyHandle,
+    approvals: Option<Approvals>,
     next_id: AtomicU64,
 }
 
@@ -70,12 +73,28 @@ pub struct EngineBuilder {
     events: EventBus,
     audit: Option<AuditLog>,
     guards: GuardConfig,
+    approvals: Option<Approvals>,
 }
 
 impl EngineBuilder {
     /// Uses these path roots and SSRF rules for guarded arguments.
     pub fn guards(mut self, guards: GuardConfig) -> Self {
         self.guards = guards;
+        self
+    }
+
+    /// Uses `events` as the engine's event bus. Needed when a component
+    /// made before the engine publishes on it, such as [`Approvals`].
+    pub fn events(mut self, events: EventBus) -> Self {
+        self.events = events;
+        self
+    }
+
+    /// Puts `ask` verdicts in front of a person through `approvals` (open it
+    /// on the same bus, see [`Self::events`]). Without it, `ask` refuses
+    /// with `NeedsApproval`.
+    pub fn approvals(mut self, approvals: Approvals) -> Self {
+        self.approvals = Some(approvals);
         self
     }
 
@@ -104,12 +123,14 @@ impl EngineBuilder {
         let filter = Arc::new(self.filter.unwrap_or_else(ToolFilter::allow_all));
         let breaker = Arc::new(Breaker::new(events.clone()));
         let loop_guard = Arc::new(LoopGuard::new(events.clone()));
+        let policy = PolicyHandle::new(self.config.policy.clone(), events.clone());
         let pipeline = pipeline::build(Parts {
             events: events.clone(),
             filter: filter.clone(),
             hooks: self.hooks,
             guards: Arc::new(self.guards),
-            policy: Arc::new(self.config.policy.clone()),
+            policy: policy.clone(),
+            approvals: self.approvals.clone(),
             breaker: breaker.clone(),
             loop_guard: loop_guard.clone(),
         });
@@ -123,6 +144,8 @@ impl EngineBuilder {
                 breaker,
                 loop_guard,
                 audit: self.audit,
+                policy,
+                approvals: self.approvals,
                 next_id: AtomicU64::new(1),
             }),
         }
@@ -139,6 +162,7 @@ impl Engine {
             events: EventBus::new(),
             audit: None,
             guards: GuardConfig::default(),
+            approvals: None,
         }
     }
 
@@ -182,6 +206,16 @@ impl Engine {
             .filter(|t| self.inner.filter.permits(t.def.name.as_str()).is_ok())
             .map(|t| t.def.clone())
             .collect()
+    }
+
+    /// The live policy; the config watcher calls `policy().swap(..)`.
+    pub fn policy(&self) -> &PolicyHandle {
+        &self.inner.policy
+    }
+
+    /// The approval queue and remembered decisions, if configured.
+    pub fn approvals(&self) -> Option<&Approvals> {
+        self.inner.approvals.as_ref()
     }
 
     /// The audit log, if the engine records calls.

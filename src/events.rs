@@ -10,8 +10,9 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::sync::broadcast;
 
+use crate::approval::{ApprovalStatus, RuleEffect};
 use crate::error::ErrorKind;
-use crate::tool::{Source, ToolName};
+use crate::tool::{Risk, Source, ToolName};
 use crate::upstream::ServerState;
 
 /// A pipeline stage, named in DESIGN.md's order.
@@ -215,6 +216,75 @@ pub enum Event {
         /// Injection markers found in the description.
         flags: Vec<String>,
     },
+    // ---- approvals and policy (issue 6) --------------------------------
+    // Like every event, these carry no call arguments: a UI that wants to
+    // show them asks `Approvals::pending`, which redacts secret ones.
+    /// A call waits for a person.
+    ApprovalRequested {
+        /// Request id (what `toolgate approve` takes).
+        id: i64,
+        /// The waiting call.
+        call_id: u64,
+        /// The tool.
+        tool: String,
+        /// The call's risk.
+        risk: Risk,
+        /// Which rule asked.
+        rule: String,
+        /// Why, in words.
+        reason: String,
+        /// Who asks.
+        caller: String,
+        /// Unix ms when it times out.
+        expires_ms: i64,
+    },
+    /// A request was closed: approved, denied, timed out or expired.
+    ApprovalDecided {
+        /// Request id.
+        id: i64,
+        /// The tool.
+        tool: String,
+        /// How it ended.
+        status: ApprovalStatus,
+        /// Who closed it (`timeout`, `startup`, a person's name, ...).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+        /// A person's reason, or why it expired.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        /// The "always" rule made with the decision.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        rule_id: Option<i64>,
+    },
+    /// A remembered decision was added, edited or revoked.
+    ApprovalRuleChanged {
+        /// Rule id.
+        rule_id: i64,
+        /// What happened.
+        change: RuleChange,
+        /// Allow or deny.
+        effect: RuleEffect,
+        /// Its scope in SCOPE syntax.
+        scope: String,
+    },
+    /// The policy was replaced (config reload); calls from now on are
+    /// assessed under this version.
+    PolicyReloaded {
+        /// The new version.
+        version: u64,
+    },
+}
+
+/// What happened to a remembered rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleChange {
+    /// Made (from a decision or directly).
+    Added,
+    /// Effect, reason or expiry changed.
+    Edited,
+    /// Revoked.
+    Revoked,
 }
 
 mod micros {

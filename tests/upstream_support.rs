@@ -47,7 +47,14 @@ impl Harness {
         let pins = PinStore::open(audit.pool().clone())
             .await
             .expect("open pin store");
-        let engine = Engine::builder(Config::default()).audit(audit).build();
+        // These tests are about the upstream mechanics; approval of external
+        // tools (asked by the default preset) is tested in `approval`.
+        let config = Config::parse(
+            "[policy]\npreset = \"autonomous\"\n",
+            std::path::Path::new("t.toml"),
+        )
+        .expect("config");
+        let engine = Engine::builder(config).audit(audit).build();
         let up = Upstreams::new(engine.clone(), pins, fast_options());
         Self {
             engine,

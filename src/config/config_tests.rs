@@ -12,7 +12,7 @@ fn empty_file_gives_documented_defaults() {
     let d = c.settings.defaults();
     assert_eq!(d.timeout, Duration::from_secs(30));
     assert_eq!(d.breaker.failure_threshold, 5);
-    assert_eq!(c.policy.ask_at, Risk::High);
+    assert_eq!(c.policy.effective_ask_at(), Risk::High);
     assert!(c.allowed_tools.is_none());
     assert!(c.builtin.roots.is_empty());
     assert!(!c.builtin.allow_local);
@@ -45,7 +45,13 @@ fn per_tool_overrides_merge_over_global_limits() {
     let other = c.settings.resolve("fs_read");
     assert_eq!(other.timeout, Duration::from_millis(5000));
     assert_eq!(other.retry.max_retries, 2);
-    assert_eq!(c.policy.per_tool["shell_exec"], Verdict::Deny);
+    let rule = c
+        .policy
+        .rules
+        .iter()
+        .find(|r| r.id == "tools.shell_exec.policy")
+        .unwrap();
+    assert_eq!(rule.effect, crate::approval::Effect::Verdict(Verdict::Deny));
     assert_eq!(c.policy.risk["shell_exec"], Risk::Critical);
 }
 

@@ -8,6 +8,7 @@
 
 pub mod import;
 mod locate;
+mod policy;
 pub mod raw;
 pub mod servers;
 pub mod watch;
@@ -161,10 +162,6 @@ impl Config {
             &mut problems,
         );
         let mut per_tool = HashMap::new();
-        let mut policy = PolicyConfig::default();
-        if let Some(r) = raw.policy.ask_at {
-            policy.ask_at = r;
-        }
         for (name, o) in &raw.tools {
             if let Err(e) = ToolName::new(name) {
                 problems.push(format!("tools.{name}: {e}"));
@@ -179,15 +176,10 @@ impl Config {
                     &mut problems,
                 ),
             );
-            if let Some(v) = o.policy {
-                policy.per_tool.insert(name.clone(), v);
-            }
-            if let Some(r) = o.risk {
-                policy.risk.insert(name.clone(), r);
-            }
         }
         let builtin = builtin_config(&raw, &mut problems);
         let servers = servers::validate(&raw.servers, &mut problems);
+        let policy = policy::policy_config(&raw, &builtin.roots, &mut problems);
         if !problems.is_empty() {
             return Err(ConfigError::Invalid {
                 path: path.unwrap_or_else(|| "<defaults>".into()),

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::pipeline::policy::Verdict;
+use crate::pipeline::policy::{Preset, Verdict};
 use crate::tool::Risk;
 
 /// The whole file.
@@ -139,12 +139,79 @@ pub struct RawLoopGuard {
     pub halt_at: Option<u32>,
 }
 
-/// `[policy]`.
+/// `[policy]`: see `docs/policy.md`.
 #[derive(Debug, Default, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub struct RawPolicy {
-    /// Risk at or above which a person is asked.
+    /// `read_only`, `strict`, `default` (default) or `autonomous`.
+    pub preset: Option<Preset>,
+    /// Risk at or above which a person is asked (overrides the preset's).
     pub ask_at: Option<Risk>,
+    /// Seconds a person has to answer before the call is denied (default 120).
+    pub approval_timeout_s: Option<u64>,
+    /// Use the built-in dangerous-tool table and argument rules (default true).
+    pub default_rules: Option<bool>,
+    /// What "inside the project" means for writes (`~` expanded); default:
+    /// `builtin.roots`.
+    pub project_dirs: Option<Vec<String>>,
+    /// Argument and tool rules (`[[policy.rules]]`), looked at before the
+    /// built-in ones.
+    #[serde(default)]
+    pub rules: Vec<RawRule>,
+    /// Per-caller profiles (`[[policy.callers]]`), first match wins.
+    #[serde(default)]
+    pub callers: Vec<RawCallerPolicy>,
+}
+
+/// One `[[policy.rules]]` entry: tool glob, optional argument condition,
+/// and either a risk or a verdict.
+#[derive(Debug, Default, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct RawRule {
+    /// Tool-name glob.
+    pub tool: String,
+    /// JSON pointer (`/command`) or top-level name (`command`).
+    pub arg: Option<String>,
+    /// Whole-string glob on the argument.
+    pub glob: Option<String>,
+    /// Path glob on the normalised argument (`~` expanded).
+    pub path: Option<String>,
+    /// Regular expression on the argument (unanchored).
+    pub regex: Option<String>,
+    /// The rule applies when the argument does *not* match.
+    #[serde(default)]
+    pub negate: bool,
+    /// The call's risk when this matches.
+    pub risk: Option<Risk>,
+    /// Decide outright when this matches.
+    pub verdict: Option<Verdict>,
+    /// Approval timeout when this rule makes the call ask.
+    pub timeout_s: Option<u64>,
+    /// Why, shown to people.
+    pub reason: Option<String>,
+}
+
+/// One `[[policy.callers]]` entry.
+#[derive(Debug, Default, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct RawCallerPolicy {
+    /// Peer uid.
+    pub uid: Option<u32>,
+    /// Peer executable glob.
+    pub exe: Option<String>,
+    /// MCP client name glob.
+    pub client: Option<String>,
+    /// Agent id glob.
+    pub agent: Option<String>,
+    /// Preset for these callers.
+    pub preset: Option<Preset>,
+    /// Ask threshold for these callers.
+    pub ask_at: Option<Risk>,
+    /// Approval timeout for these callers.
+    pub approval_timeout_s: Option<u64>,
+    /// Rules looked at before the global ones.
+    #[serde(default)]
+    pub rules: Vec<RawRule>,
 }
 
 /// `[builtin]`.

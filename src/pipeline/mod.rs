@@ -239,8 +239,10 @@ pub struct Parts {
     pub hooks: Vec<Arc<dyn hooks::Hook>>,
     /// Path and SSRF guard settings.
     pub guards: Arc<guards::GuardConfig>,
-    /// Policy rules.
-    pub policy: Arc<policy::PolicyConfig>,
+    /// The live policy (swapped on config reload).
+    pub policy: crate::approval::PolicyHandle,
+    /// The approval queue; `None` = `ask` refuses with `NeedsApproval`.
+    pub approvals: Option<crate::approval::Approvals>,
     /// The breaker stage, shared so the engine can show and reset breakers.
     pub breaker: Arc<breaker::Breaker>,
     /// The loop guard, shared so the engine can reset halted sessions.
@@ -273,7 +275,7 @@ pub fn build(parts: Parts) -> Pipeline {
         Arc::new(guards::Guards::new(parts.guards)),
         // 8. Policy and approval outside breaker and retry: one approval
         // covers every attempt, and a denial never reaches the breaker.
-        Arc::new(policy::Policy::new(parts.policy)),
+        Arc::new(policy::Policy::new(parts.policy, parts.approvals)),
         // 9/11. The breaker sees the final outcome of all attempts, so one
         // flaky call counts once, and fails fast before any attempt.
         parts.breaker,

@@ -1,126 +1,51 @@
 //! Stage 8: policy → risk → approval.
 //!
-//! Decides allow / deny / ask for each call. A tool's risk is its declared
-//! base risk, raised or lowered by per-tool configuration; calls at or above
-//! `ask_at` need a person. Until a person can be asked (the approval queue),
-//! `ask` answers a clear "needs approval" refusal: default deny, never a
-//! silent allow.
-
-use std::collections::HashMap;
-use std::sync::Arc;
+//! For each call, in this order:
+//! 1. The live policy ([`PolicyHandle`]) assesses it: allow, ask or deny,
+//!    with the rule that decided and why. A policy deny is
+//!    [`CallError::PolicyDenied`]; no person is asked.
+//! 2. Remembered decisions ([`Approvals::remembered`]): an "always deny"
+//!    in scope refuses the call as a person's denial ([`CallError::Denied`]
+//!    with the rule's reason); an "always allow" in scope lets an `ask`
+//!    run without asking again.
+//! 3. `ask` waits for a person through the approval queue: approve → the
+//!    call runs; deny → [`CallError::Denied`] with the person's reason;
+//!    timeout → [`CallError::ApprovalTimedOut`]. Without a queue (no
+//!    database), `ask` is [`CallError::NeedsApproval`]: default deny, never
+//!    a silent allow.
+//!
+//! The stage sits outside breaker and retry (see `pipeline::build`): one
+//! approval covers every attempt, and a denial or timeout never reaches the
+//! breaker. Every decision leaves a note (`call.note(StageName::Policy, ..)`)
+//! naming the rule, for the audit log and the UI.
 
 use futures::future::BoxFuture;
-use serde::{Deserialize, Serialize};
 
 use super::{Call, CallResult, Next, Stage};
+use crate::approval::{Ask, Assessment, PolicyHandle, Resolution, RuleEffect, risk_str};
+use crate::audit::redact_secrets;
+use crate::canonical::call_hash;
 use crate::error::CallError;
 use crate::events::StageName;
-use crate::tool::{Risk, ToolDef};
 
-/// A policy verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// Run without asking.
-    Allow,
-    /// Never run.
-    Deny,
-    /// Run only if a person approves.
-    Ask,
-}
-
-/// Policy settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PolicyConfig {
-    /// Calls whose risk is at or above this need approval. Default `High`:
-    /// like the seed's "default" preset, reading and editing files passes
-    /// while shell and code execution (and anything marked high) is asked.
-    pub ask_at: Risk,
-    /// Per-tool verdicts that override the risk rule.
-    pub per_tool: HashMap<String, Verdict>,
-    /// Per-tool risk overrides (a config may know a tool is dangerous).
-    pub risk: HashMap<String, Risk>,
-}
-
-impl Default for PolicyConfig {
-    fn default() -> Self {
-        Self {
-            ask_at: Risk::High,
-            per_tool: HashMap::new(),
-            risk: HashMap::new(),
-        }
-    }
-}
-
-/// A decision and the reason a person can read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decision {
-    /// The verdict.
-    pub verdict: Verdict,
-    /// The effective risk.
-    pub risk: Risk,
-    /// Which rule decided, in words.
-    pub reason: String,
-}
-
-impl PolicyConfig {
-    /// Decides for `tool`.
-    pub fn decide(&self, tool: &ToolDef) -> Decision {
-        let name = tool.name.as_str();
-        let risk = self.risk.get(name).copied().unwrap_or(tool.risk);
-        if let Some(v) = self.per_tool.get(name) {
-            return Decision {
-                verdict: *v,
-                risk,
-                reason: format!("tools.{name}.policy = {}", verdict_str(*v)),
-            };
-        }
-        if risk >= self.ask_at {
-            Decision {
-                verdict: Verdict::Ask,
-                risk,
-                reason: format!(
-                    "risk {} is at or above policy.ask_at ({})",
-                    risk_str(risk),
-                    risk_str(self.ask_at)
-                ),
-            }
-        } else {
-            Decision {
-                verdict: Verdict::Allow,
-                risk,
-                reason: format!("risk {} is below policy.ask_at", risk_str(risk)),
-            }
-        }
-    }
-}
-
-fn verdict_str(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Allow => "allow",
-        Verdict::Deny => "deny",
-        Verdict::Ask => "ask",
-    }
-}
-
-fn risk_str(r: Risk) -> &'static str {
-    match r {
-        Risk::Low => "low",
-        Risk::Medium => "medium",
-        Risk::High => "high",
-        Risk::Critical => "critical",
-    }
-}
+pub use crate::approval::{Approvals, PolicyConfig, Preset, Verdict};
 
 /// The policy stage.
 pub struct Policy {
-    config: Arc<PolicyConfig>,
+    policy: PolicyHandle,
+    approvals: Option<Approvals>,
 }
 
 impl Policy {
-    /// A stage deciding by `config`.
-    pub fn new(config: Arc<PolicyConfig>) -> Self {
-        Self { config }
+    /// A stage deciding by the live `policy`, asking people through
+    /// `approvals` (none: `ask` refuses with `NeedsApproval`).
+    pub fn new(policy: PolicyHandle, approvals: Option<Approvals>) -> Self {
+        Self { policy, approvals }
+    }
+
+    /// The live policy (to swap it on config reload).
+    pub fn get_ref(&self) -> &PolicyHandle {
+        &self.policy
     }
 }
 
@@ -131,80 +56,165 @@ impl Stage for Policy {
 
     fn handle<'a>(&'a self, call: &'a mut Call, next: Next<'a>) -> BoxFuture<'a, CallResult> {
         Box::pin(async move {
-            let d = self.config.decide(&call.tool.def);
-            call.note(
-                StageName::Policy,
-                format!("{}: {}", verdict_str(d.verdict), d.reason),
-            );
-            match d.verdict {
-                Verdict::Allow => next.run(call).await,
-                Verdict::Deny => Err(CallError::PolicyDenied { reason: d.reason }),
-                Verdict::Ask => Err(CallError::NeedsApproval {
-                    tool: call.tool_name().to_owned(),
-                    reason: d.reason,
-                }),
+            let policy = self.policy.load();
+            let a = policy
+                .config
+                .assess(&call.tool.def, &call.args, &call.ctx.caller);
+            if a.verdict == Verdict::Deny {
+                note(call, "deny", &a);
+                return Err(CallError::PolicyDenied { reason: a.reason });
+            }
+            if let Some(result) = self.remembered(call, &a) {
+                return match result {
+                    Ok(()) => next.run(call).await,
+                    Err(e) => Err(e),
+                };
+            }
+            match a.verdict {
+                Verdict::Ask => self.ask(call, next, a, policy.version).await,
+                _ => {
+                    note(call, "allow", &a);
+                    next.run(call).await
+                }
             }
         })
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::error::ErrorKind;
-    use crate::pipeline::testing::{Script, call_of, def, run_stage};
-    use serde_json::json;
-
-    fn stage(cfg: PolicyConfig) -> Policy {
-        Policy::new(Arc::new(cfg))
+impl Policy {
+    /// A remembered decision for this call: `Ok` = run, `Err` = refused,
+    /// `None` = no remembered rule changes anything.
+    fn remembered(&self, call: &mut Call, a: &Assessment) -> Option<Result<(), CallError>> {
+        let approvals = self.approvals.as_ref()?;
+        let rule = approvals.remembered(call.tool_name(), &call.args, &call.ctx.caller)?;
+        match rule.effect {
+            RuleEffect::Deny => {
+                let why = format!(
+                    "always-deny rule #{} ({}){}",
+                    rule.id,
+                    rule.scope_text,
+                    rule.reason
+                        .as_deref()
+                        .map(|r| format!(": {r}"))
+                        .unwrap_or_default()
+                );
+                call.note(StageName::Policy, format!("deny: {why}"));
+                Some(Err(CallError::Denied { reason: Some(why) }))
+            }
+            RuleEffect::Allow if a.verdict == Verdict::Ask => {
+                call.note(
+                    StageName::Policy,
+                    format!(
+                        "allow: always-allow rule #{} ({}) covers this call, which would ask: {}",
+                        rule.id, rule.scope_text, a.reason
+                    ),
+                );
+                Some(Ok(()))
+            }
+            RuleEffect::Allow => None,
+        }
     }
 
-    #[tokio::test]
-    async fn low_risk_passes_and_critical_needs_approval() {
-        let script = Script::new(vec![]);
-        let mut call = call_of(def("t", json!({"type": "object"})), json!({}));
-        assert!(
-            run_stage(&stage(PolicyConfig::default()), &mut call, &script)
-                .await
-                .is_ok()
-        );
-        let mut call = call_of(
-            def("sh", json!({"type": "object"})).with_risk(Risk::Critical),
-            json!({}),
-        );
-        let e = run_stage(&stage(PolicyConfig::default()), &mut call, &script)
-            .await
-            .unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::NeedsApproval);
-        assert!(
-            e.to_string()
-                .contains("risk critical is at or above policy.ask_at (high)"),
-            "{e}"
-        );
-        assert_eq!(script.calls(), 1, "the refused call never ran");
+    async fn ask(
+        &self,
+        call: &mut Call,
+        next: Next<'_>,
+        a: Assessment,
+        version: u64,
+    ) -> CallResult {
+        let Some(approvals) = &self.approvals else {
+            note(call, "ask", &a);
+            return Err(CallError::NeedsApproval {
+                tool: call.tool_name().to_owned(),
+                reason: a.reason,
+            });
+        };
+        note(call, "ask", &a);
+        let hash = call_hash(call.tool_name(), &call.args);
+        let ask = Ask {
+            call_id: call.id,
+            tool: call.tool.def.name.as_str(),
+            args: &call.args,
+            shown_args: redact_secrets(&call.tool.def.input_schema, &call.args),
+            policy_version: version,
+            assessment: &a,
+            caller: &call.ctx.caller,
+            session: call.ctx.session.as_str(),
+        };
+        let resolution = approvals.ask(ask).await.map_err(|e| {
+            CallError::internal(format!("{e}; the call needing approval was not run"))
+        })?;
+        match resolution {
+            Resolution::Approved { by, rule_id } => {
+                self.after_approval(call, &hash, version, by, rule_id)?;
+                next.run(call).await
+            }
+            Resolution::Denied { reason } => {
+                call.note(StageName::Policy, "a person denied the call");
+                Err(CallError::Denied { reason })
+            }
+            Resolution::TimedOut { after } => {
+                call.note(StageName::Policy, "nobody answered in time: denied");
+                Err(CallError::ApprovalTimedOut { after })
+            }
+            Resolution::Expired { why } => {
+                call.note(StageName::Policy, format!("request expired: {why}"));
+                Err(CallError::Denied { reason: Some(why) })
+            }
+        }
     }
 
-    #[tokio::test]
-    async fn per_tool_verdicts_and_risks_override() {
-        let script = Script::new(vec![]);
-        let mut cfg = PolicyConfig::default();
-        cfg.per_tool.insert("sh".into(), Verdict::Allow);
-        cfg.per_tool.insert("t".into(), Verdict::Deny);
-        cfg.risk.insert("w".into(), Risk::High);
-        let s = stage(cfg);
-        let mut call = call_of(
-            def("sh", json!({"type": "object"})).with_risk(Risk::Critical),
-            json!({}),
-        );
-        assert!(run_stage(&s, &mut call, &script).await.is_ok());
-        let mut call = call_of(def("t", json!({"type": "object"})), json!({}));
-        let e = run_stage(&s, &mut call, &script).await.unwrap_err();
-        assert_eq!(e.to_string(), "denied by policy: tools.t.policy = deny");
-        let mut call = call_of(def("w", json!({"type": "object"})), json!({}));
-        assert_eq!(
-            run_stage(&s, &mut call, &script).await.unwrap_err().kind(),
-            ErrorKind::NeedsApproval
-        );
-        assert_eq!(script.calls(), 1);
+    /// Checks an approval still applies before the call runs: the arguments
+    /// are the ones approved, and a policy changed meanwhile does not deny.
+    fn after_approval(
+        &self,
+        call: &mut Call,
+        hash: &str,
+        version: u64,
+        by: Option<String>,
+        rule_id: Option<i64>,
+    ) -> Result<(), CallError> {
+        if call_hash(call.tool_name(), &call.args) != hash {
+            return Err(CallError::internal(
+                "the arguments changed while waiting for approval; the call was not run",
+            ));
+        }
+        let now = self.policy.load();
+        if now.version != version {
+            let a = now
+                .config
+                .assess(&call.tool.def, &call.args, &call.ctx.caller);
+            if a.verdict == Verdict::Deny {
+                note(call, "deny", &a);
+                return Err(CallError::PolicyDenied {
+                    reason: format!(
+                        "{} (policy changed to version {} while waiting)",
+                        a.reason, now.version
+                    ),
+                });
+            }
+        }
+        let who = by.map(|b| format!(" by {b}")).unwrap_or_default();
+        let always = rule_id
+            .map(|r| format!(", remembered as rule #{r}"))
+            .unwrap_or_default();
+        call.note(StageName::Policy, format!("approved{who}{always}"));
+        Ok(())
     }
 }
+
+fn note(call: &mut Call, verdict: &str, a: &Assessment) {
+    call.note(
+        StageName::Policy,
+        format!(
+            "{verdict} ({} risk) by {}: {}",
+            risk_str(a.risk),
+            a.rule,
+            a.reason
+        ),
+    );
+}
+
+#[cfg(test)]
+#[path = "policy_tests.rs"]
+mod tests;

@@ -22,11 +22,12 @@ pub(crate) fn parts() -> Parts {
     Parts {
         breaker: Arc::new(breaker::Breaker::new(events.clone())),
         loop_guard: Arc::new(loop_guard::LoopGuard::new(events.clone())),
+        policy: crate::approval::PolicyHandle::new(policy::PolicyConfig::default(), events.clone()),
+        approvals: None,
         events,
         filter: Arc::new(allowlist::ToolFilter::allow_all()),
         hooks: Vec::new(),
         guards: Arc::new(guards::GuardConfig::default()),
-        policy: Arc::new(policy::PolicyConfig::default()),
     }
 }
 

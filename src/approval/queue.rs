@@ -1,0 +1,935 @@
+//! The approval queue and the remembered decisions: the API the UI, the CLI
+//! and the policy stage share.
+//!
+//! A waiting call holds the receiving end of a oneshot channel; the live
+//! request (in memory) holds the sending end. Whoever *removes* the request
+//! from the in-memory map first (a person's decision, the timeout, the
+//! caller leaving, the expiry sweep) decides; that removal happens under a
+//! lock with no `.await`, so a decision racing a timeout has exactly one
+//! outcome. SQLite is the record, written by the winner: a decision is
+//! committed before the waiting call is woken (an approval is on disk
+//! before the tool runs); a timeout or expiry is written in the background
+//! so the agent's reply never waits on the disk. A record that is lost in a
+//! crash leaves the row `pending`, and the next start closes it as
+//! `expired`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use serde::Serialize;
+use serde_json::Value;
+use sqlx::{Acquire, SqlitePool};
+use tokio::sync::{broadcast, oneshot};
+
+use super::rules::Assessment;
+use super::scope::{CallerInfo, CallerKey, Scope, ScopeSpec};
+use super::store::{self, ApprovalRequest, Closing, RememberedRule, RuleEffect};
+use super::{ApprovalError, ApprovalStatus, Clock, Liveness, ProcessLiveness, SystemClock};
+use crate::audit::AuditLog;
+use crate::canonical::call_hash;
+use crate::context::Caller;
+use crate::events::{Event, EventBus, RuleChange};
+
+/// How often pending rows past their expiry are closed. Live calls time
+/// out on their own; the sweep catches requests nobody waits on (recovered
+/// after a restart, or left by a cancelled call).
+const SWEEP_EVERY: Duration = Duration::from_secs(15);
+
+/// How long a call that lost the race against a decision waits for that
+/// decision to arrive (it is sent right after the row update).
+const LOST_RACE_GRACE: Duration = Duration::from_secs(5);
+
+/// Settings for [`Approvals::open`].
+#[derive(Clone)]
+pub struct ApprovalOptions {
+    /// Wall clock for stored times and rule expiry.
+    pub clock: Arc<dyn Clock>,
+    /// Decides, at startup, whether a pending request's caller is still
+    /// there.
+    pub liveness: Arc<dyn Liveness>,
+}
+
+impl Default for ApprovalOptions {
+    fn default() -> Self {
+        Self {
+            clock: Arc::new(SystemClock),
+            liveness: Arc::new(ProcessLiveness),
+        }
+    }
+}
+
+/// How a request ended, as the waiting call sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolution {
+    /// A person approved it.
+    Approved {
+        /// Who.
+        by: Option<String>,
+        /// The "always allow" rule made with it.
+        rule_id: Option<i64>,
+    },
+    /// A person denied it.
+    Denied {
+        /// Their reason, passed to the agent.
+        reason: Option<String>,
+    },
+    /// Nobody answered in time.
+    TimedOut {
+        /// How long it waited.
+        after: Duration,
+    },
+    /// Closed without a decision.
+    Expired {
+        /// Why.
+        why: String,
+    },
+}
+
+/// A person's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Answer {
+    /// Run the call.
+    Approve,
+    /// Refuse the call.
+    Deny,
+}
+
+/// "Always" part of a decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Always {
+    /// SCOPE syntax (see [`super::scope`]), e.g. `tool` or
+    /// `/path:path=~/proj/**`.
+    pub scope: String,
+    /// The remembered rule expires after this long; `None` = until revoked.
+    pub ttl: Option<Duration>,
+}
+
+/// A decision on one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// Approve or deny.
+    pub answer: Answer,
+    /// A deny reason (passed to the agent) or a note.
+    pub reason: Option<String>,
+    /// Also remember it for calls in this scope.
+    pub always: Option<Always>,
+    /// Who decided (`cli`, `ui`, a user name); recorded.
+    pub by: Option<String>,
+}
+
+impl Decision {
+    /// Approve once.
+    pub fn approve() -> Self {
+        Self {
+            answer: Answer::Approve,
+            reason: None,
+            always: None,
+            by: None,
+        }
+    }
+
+    /// Deny once, with an optional reason for the agent.
+    pub fn deny(reason: Option<String>) -> Self {
+        Self {
+            answer: Answer::Deny,
+            reason,
+            always: None,
+            by: None,
+        }
+    }
+
+    /// Also remember it for `scope` (SCOPE syntax).
+    pub fn always(mut self, scope: impl Into<String>, ttl: Option<Duration>) -> Self {
+        self.always = Some(Always {
+            scope: scope.into(),
+            ttl,
+        });
+        self
+    }
+
+    /// Records who decided.
+    pub fn by(mut self, by: impl Into<String>) -> Self {
+        self.by = Some(by.into());
+        self
+    }
+}
+
+/// What [`Approvals::decide`] did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Decided {
+    /// The request, now closed.
+    pub request: ApprovalRequest,
+    /// The remembered rule, if `always` was given.
+    pub rule: Option<RememberedRule>,
+}
+
+/// A rule made directly (UI "add rule"), not from a request.
+#[derive(Debug, Clone)]
+pub struct NewRule {
+    /// Allow or deny.
+    pub effect: RuleEffect,
+    /// The scope; "this" clauses (`tool`, `args`, `caller`) are not
+    /// available here, so use `tool=GLOB` and argument clauses.
+    pub scope: String,
+    /// Why.
+    pub reason: Option<String>,
+    /// Expires after this long.
+    pub ttl: Option<Duration>,
+    /// Who made it.
+    pub by: Option<String>,
+}
+
+/// Changes to a remembered rule; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default)]
+pub struct RuleEdit {
+    /// New effect.
+    pub effect: Option<RuleEffect>,
+    /// New reason (`Some(None)` clears it).
+    pub reason: Option<Option<String>>,
+    /// New expiry, counted from now (`Some(None)` = until revoked).
+    pub ttl: Option<Option<Duration>>,
+}
+
+/// One call asking a person (built by the policy stage).
+#[derive(Debug)]
+pub struct Ask<'a> {
+    /// Engine call id.
+    pub call_id: u64,
+    /// The tool.
+    pub tool: &'a str,
+    /// The arguments exactly as they will run.
+    pub args: &'a Value,
+    /// The arguments as people may see them (secrets redacted).
+    pub shown_args: Value,
+    /// The policy version that asked.
+    pub policy_version: u64,
+    /// Why it asks.
+    pub assessment: &'a Assessment,
+    /// Who asks.
+    pub caller: &'a Caller,
+    /// Session id.
+    pub session: &'a str,
+}
+
+struct Live {
+    request: ApprovalRequest,
+    args: Value,
+    waiter: Option<oneshot::Sender<Resolution>>,
+}
+
+struct ActiveRule {
+    rule: RememberedRule,
+    scope: Scope,
+}
+
+struct Inner {
+    pool: SqlitePool,
+    audit: AuditLog,
+    events: EventBus,
+    clock: Arc<dyn Clock>,
+    live: Mutex<HashMap<i64, Live>>,
+    rules: ArcSwap<Vec<ActiveRule>>,
+}
+
+impl Inner {
+    fn live(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Live>> {
+        // The map holds plain data; a panic elsewhere cannot corrupt it.
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The approval queue and remembered decisions. Cloning shares them.
+#[derive(Clone)]
+pub struct Approvals {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Approvals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Approvals")
+            .field("pending", &self.inner.live().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Approvals {
+    /// Opens the queue on the audit log's database (its migrations include
+    /// the approval tables), closes requests left pending by a previous run
+    /// whose caller is gone, and starts the expiry sweep. Events go to
+    /// `events`, which must be the engine's bus.
+    ///
+    /// # Errors
+    /// The database could not be read.
+    pub async fn open(
+        audit: &AuditLog,
+        events: EventBus,
+        opts: ApprovalOptions,
+    ) -> Result<Self, ApprovalError> {
+        let inner = Arc::new(Inner {
+            pool: audit.pool().clone(),
+            audit: audit.clone(),
+            events,
+            clock: opts.clock,
+            live: Mutex::new(HashMap::new()),
+            rules: ArcSwap::from_pointee(Vec::new()),
+        });
+        let me = Self { inner };
+        me.reload_rules().await?;
+        me.recover(&*opts.liveness).await?;
+        tokio::spawn(sweep_loop(Arc::downgrade(&me.inner)));
+        Ok(me)
+    }
+
+    /// Every engine event from now on (approval requests and decisions among
+    /// them): the UI's "subscribe to changes".
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.inner.events.subscribe()
+    }
+
+    /// Pending requests, oldest first (`toolgate approvals`).
+    pub fn pending(&self) -> Vec<ApprovalRequest> {
+        let mut v: Vec<ApprovalRequest> = self
+            .inner
+            .live()
+            .values()
+            .map(|l| {
+                let mut r = l.request.clone();
+                r.waiting = l.waiter.is_some();
+                r
+            })
+            .collect();
+        v.sort_by_key(|r| r.id);
+        v
+    }
+
+    /// One request in any state.
+    ///
+    /// # Errors
+    /// [`ApprovalError::NotFound`], or the store failed.
+    pub async fn get(&self, id: i64) -> Result<ApprovalRequest, ApprovalError> {
+        if let Some(l) = self.inner.live().get(&id) {
+            let mut r = l.request.clone();
+            r.waiting = l.waiter.is_some();
+            return Ok(r);
+        }
+        store::get_request(&self.inner.pool, id)
+            .await?
+            .ok_or(ApprovalError::NotFound { id })
+    }
+
+    /// The newest `limit` requests in any state, newest first (history).
+    ///
+    /// # Errors
+    /// The store failed.
+    pub async fn recent(&self, limit: i64) -> Result<Vec<ApprovalRequest>, ApprovalError> {
+        store::recent_requests(&self.inner.pool, limit).await
+    }
+
+    /// Approves request `id` (`toolgate approve ID [--always SCOPE]`).
+    ///
+    /// # Errors
+    /// See [`Self::decide`].
+    pub async fn approve(&self, id: i64, always: Option<&str>) -> Result<Decided, ApprovalError> {
+        let mut d = Decision::approve();
+        if let Some(s) = always {
+            d = d.always(s, None);
+        }
+        self.decide(id, d).await
+    }
+
+    /// Denies request `id` (`toolgate deny ID [--reason TEXT]`).
+    ///
+    /// # Errors
+    /// See [`Self::decide`].
+    pub async fn deny(&self, id: i64, reason: Option<String>) -> Result<Decided, ApprovalError> {
+        self.decide(id, Decision::deny(reason)).await
+    }
+
+    /// Decides request `id`. With `always`, also remembers the decision for
+    /// the scope, which must cover this request.
+    ///
+    /// # Errors
+    /// [`ApprovalError::NotFound`], [`ApprovalError::AlreadyDecided`] (also
+    /// when the timeout won a race), a bad or missing scope, or the store.
+    pub async fn decide(&self, id: i64, d: Decision) -> Result<Decided, ApprovalError> {
+        let (request, args) = self.live_request(id).await?;
+        let scope = match &d.always {
+            Some(a) => {
+                Some(ScopeSpec::parse(&a.scope)?.bind(&request.tool, &args, &request.caller)?)
+            }
+            None => None,
+        };
+        let now = self.inner.clock.now_ms();
+        let (status, resolution_reason) = match d.answer {
+            Answer::Approve => (ApprovalStatus::Approved, d.reason.clone()),
+            Answer::Deny => (ApprovalStatus::Denied, d.reason.clone()),
+        };
+        let closing = Closing {
+            status,
+            at_ms: now,
+            by: d.by.clone(),
+            reason: resolution_reason,
+        };
+        let rule = scope.map(|s| RememberedRule {
+            id: 0,
+            effect: match d.answer {
+                Answer::Approve => RuleEffect::Allow,
+                Answer::Deny => RuleEffect::Deny,
+            },
+            scope_text: s.to_string(),
+            scope: s.def().clone(),
+            reason: d.reason.clone(),
+            created_ms: now,
+            created_by: d.by.clone(),
+            from_request: Some(id),
+            expires_ms: d.always.as_ref().and_then(|a| a.ttl).map(|t| now + ms(t)),
+            revoked_ms: None,
+        });
+        // Claim: from here on neither the timeout nor the sweep can close it.
+        let Some(live) = self.inner.live().remove(&id) else {
+            return Err(self.closed_error(id).await);
+        };
+        let rule = match self.commit_decision(id, &closing, rule).await {
+            Ok(rule) => rule,
+            Err(e) => {
+                // Fail closed: an unrecorded approval must not run.
+                if let Some(tx) = live.waiter {
+                    let _ = tx.send(Resolution::Expired {
+                        why: format!("the decision could not be recorded: {e}"),
+                    });
+                }
+                return Err(e);
+            }
+        };
+        if rule.is_some() {
+            self.reload_rules().await?;
+        }
+        let resolution = match d.answer {
+            Answer::Approve => Resolution::Approved {
+                by: d.by.clone(),
+                rule_id: rule.as_ref().map(|r| r.id),
+            },
+            Answer::Deny => Resolution::Denied {
+                reason: d.reason.clone(),
+            },
+        };
+        let mut request = request;
+        apply_closing(&mut request, &closing, rule.as_ref().map(|r| r.id));
+        if let Some(tx) = live.waiter {
+            // Err: the call was cancelled meanwhile; nothing to wake.
+            let _ = tx.send(resolution);
+        }
+        self.announce_decided(&request);
+        if let Some(r) = &rule {
+            self.announce_rule(r, RuleChange::Added);
+        }
+        Ok(Decided { request, rule })
+    }
+
+    async fn closed_error(&self, id: i64) -> ApprovalError {
+        match store::get_request(&self.inner.pool, id).await {
+            Ok(Some(r)) => ApprovalError::AlreadyDecided {
+                id,
+                status: r.status,
+            },
+            Ok(None) => ApprovalError::NotFound { id },
+            Err(e) => e,
+        }
+    }
+
+    /// Closes the row and stores the rule in one transaction; the
+    /// compare-and-set on the row tells a lost race apart.
+    async fn commit_decision(
+        &self,
+        id: i64,
+        closing: &Closing,
+        rule: Option<RememberedRule>,
+    ) -> Result<Option<RememberedRule>, ApprovalError> {
+        let mut conn = self.inner.pool.acquire().await?;
+        let mut tx = conn.begin().await?;
+        if !store::close_request(&mut tx, id, closing).await? {
+            drop(tx);
+            return Err(self.closed_error(id).await);
+        }
+        let rule = match rule {
+            Some(r) => {
+                let r = store::insert_rule(&mut tx, r).await?;
+                store::set_request_rule(&mut tx, id, r.id).await?;
+                Some(r)
+            }
+            None => None,
+        };
+        tx.commit().await?;
+        Ok(rule)
+    }
+
+    async fn live_request(&self, id: i64) -> Result<(ApprovalRequest, Value), ApprovalError> {
+        let found = self
+            .inner
+            .live()
+            .get(&id)
+            .map(|l| (l.request.clone(), l.args.clone()));
+        match found {
+            Some(x) => Ok(x),
+            None => Err(self.closed_error(id).await),
+        }
+    }
+
+    // ---- remembered rules ------------------------------------------------
+
+    /// Remembered rules that are not revoked, expired ones included
+    /// (`toolgate rules list`; check [`RememberedRule::is_active`]).
+    pub fn rules(&self) -> Vec<RememberedRule> {
+        self.inner
+            .rules
+            .load()
+            .iter()
+            .map(|a| a.rule.clone())
+            .collect()
+    }
+
+    /// Revokes rule `id` (`toolgate rules rm ID`).
+    ///
+    /// # Errors
+    /// [`ApprovalError::RuleNotFound`] (also for an already revoked rule) or
+    /// the store.
+    pub async fn revoke_rule(&self, id: i64) -> Result<RememberedRule, ApprovalError> {
+        let now = self.inner.clock.now_ms();
+        self.change_rule(id, RuleChange::Revoked, |r| r.revoked_ms = Some(now))
+            .await
+    }
+
+    /// Edits rule `id`'s effect, reason or expiry. The scope is fixed: to
+    /// change what a rule covers, revoke it and make a new one, so the
+    /// history says what was allowed when.
+    ///
+    /// # Errors
+    /// [`ApprovalError::RuleNotFound`] or the store.
+    pub async fn edit_rule(
+        &self,
+        id: i64,
+        edit: RuleEdit,
+    ) -> Result<RememberedRule, ApprovalError> {
+        let now = self.inner.clock.now_ms();
+        self.change_rule(id, RuleChange::Edited, |r| {
+            if let Some(e) = edit.effect {
+                r.effect = e;
+            }
+            if let Some(reason) = edit.reason {
+                r.reason = reason;
+            }
+            if let Some(ttl) = edit.ttl {
+                r.expires_ms = ttl.map(|t| now + ms(t));
+            }
+        })
+        .await
+    }
+
+    /// Adds a rule that was not made from a request.
+    ///
+    /// # Errors
+    /// A scope using `tool`/`args`/`caller` (they need a request), a bad
+    /// pattern, or the store.
+    pub async fn add_rule(&self, new: NewRule) -> Result<RememberedRule, ApprovalError> {
+        let spec = ScopeSpec::parse(&new.scope)?;
+        let def = spec.standalone()?;
+        let scope = Scope::compile(def)?;
+        let now = self.inner.clock.now_ms();
+        let rule = RememberedRule {
+            id: 0,
+            effect: new.effect,
+            scope_text: scope.to_string(),
+            scope: scope.def().clone(),
+            reason: new.reason,
+            created_ms: now,
+            created_by: new.by,
+            from_request: None,
+            expires_ms: new.ttl.map(|t| now + ms(t)),
+            revoked_ms: None,
+        };
+        let mut conn = self.inner.pool.acquire().await?;
+        let rule = store::insert_rule(&mut conn, rule).await?;
+        self.reload_rules().await?;
+        self.announce_rule(&rule, RuleChange::Added);
+        Ok(rule)
+    }
+
+    async fn change_rule(
+        &self,
+        id: i64,
+        change: RuleChange,
+        f: impl FnOnce(&mut RememberedRule),
+    ) -> Result<RememberedRule, ApprovalError> {
+        let mut rule = store::get_rule(&self.inner.pool, id)
+            .await?
+            .filter(|r| r.revoked_ms.is_none())
+            .ok_or(ApprovalError::RuleNotFound { id })?;
+        f(&mut rule);
+        if !store::update_rule(&self.inner.pool, &rule).await? {
+            return Err(ApprovalError::RuleNotFound { id });
+        }
+        self.reload_rules().await?;
+        self.announce_rule(&rule, change);
+        Ok(rule)
+    }
+
+    async fn reload_rules(&self) -> Result<(), ApprovalError> {
+        let rules = store::unrevoked_rules(&self.inner.pool).await?;
+        let active = rules
+            .into_iter()
+            .filter_map(|rule| match Scope::compile(rule.scope.clone()) {
+                Ok(scope) => Some(ActiveRule { rule, scope }),
+                Err(e) => {
+                    tracing::error!("remembered rule #{} is unusable: {e}", rule.id);
+                    None
+                }
+            })
+            .collect();
+        self.inner.rules.store(Arc::new(active));
+        Ok(())
+    }
+
+    /// The remembered rule deciding this call, if any: an active deny beats
+    /// an active allow. Lock-free; cheap when there are no rules.
+    pub fn remembered(&self, tool: &str, args: &Value, caller: &Caller) -> Option<RememberedRule> {
+        let rules = self.inner.rules.load();
+        if rules.is_empty() {
+            return None;
+        }
+        let now = self.inner.clock.now_ms();
+        let key = CallerInfo::from(caller).key();
+        let hit = |effect: RuleEffect| {
+            rules.iter().find(|a| {
+                a.rule.effect == effect
+                    && a.rule.is_active(now)
+                    && a.scope.matches(tool, args, &key)
+            })
+        };
+        hit(RuleEffect::Deny)
+            .or_else(|| hit(RuleEffect::Allow))
+            .map(|a| a.rule.clone())
+    }
+
+    // ---- the asking side -------------------------------------------------
+
+    /// Puts a call in front of a person and waits for the answer, at most
+    /// `ask.assessment.timeout`. Cancel-safe: dropping the future closes
+    /// the request as `expired` (the caller left).
+    ///
+    /// # Errors
+    /// The request could not be stored (the call must then be refused).
+    pub async fn ask(&self, ask: Ask<'_>) -> Result<Resolution, ApprovalError> {
+        let caller = CallerInfo::from(ask.caller);
+        let hash = call_hash(ask.tool, ask.args);
+        let now = self.inner.clock.now_ms();
+        if let Some((id, rx, left)) = self.reattach(ask.tool, &hash, &caller.key(), now) {
+            return Ok(self.wait(id, rx, left).await);
+        }
+        let timeout = ask.assessment.timeout;
+        let mut request = ApprovalRequest {
+            id: 0,
+            call_id: i64::try_from(ask.call_id).unwrap_or(i64::MAX),
+            tool: ask.tool.to_owned(),
+            args: ask.shown_args,
+            args_hash: hash,
+            policy_version: i64::try_from(ask.policy_version).unwrap_or(i64::MAX),
+            risk: ask.assessment.risk,
+            rule: ask.assessment.rule.clone(),
+            reason: ask.assessment.reason.clone(),
+            caller,
+            session: ask.session.to_owned(),
+            created_ms: now,
+            expires_ms: now + ms(timeout),
+            status: ApprovalStatus::Pending,
+            decided_ms: None,
+            decided_by: None,
+            decision_reason: None,
+            rule_id: None,
+            waiting: true,
+        };
+        request.id = store::insert_request(&self.inner.pool, &request).await?;
+        let (tx, rx) = oneshot::channel();
+        let id = request.id;
+        self.inner.live().insert(
+            id,
+            Live {
+                request: request.clone(),
+                args: ask.args.clone(),
+                waiter: Some(tx),
+            },
+        );
+        self.announce_requested(&request, ask.call_id);
+        Ok(self.wait(id, rx, timeout).await)
+    }
+
+    /// A request recovered after a restart, for the same call from the same
+    /// caller, that nobody waits on yet: the re-sent call waits on it
+    /// instead of asking twice.
+    fn reattach(
+        &self,
+        tool: &str,
+        hash: &str,
+        caller: &CallerKey,
+        now: i64,
+    ) -> Option<(i64, oneshot::Receiver<Resolution>, Duration)> {
+        let mut live = self.inner.live();
+        let (id, l) = live.iter_mut().find(|(_, l)| {
+            l.waiter.is_none()
+                && l.request.tool == tool
+                && l.request.args_hash == hash
+                && l.request.caller.key() == *caller
+                && l.request.expires_ms > now
+        })?;
+        let (tx, rx) = oneshot::channel();
+        l.waiter = Some(tx);
+        let left = Duration::from_millis(u64::try_from(l.request.expires_ms - now).unwrap_or(0));
+        Some((*id, rx, left))
+    }
+
+    async fn wait(
+        &self,
+        id: i64,
+        mut rx: oneshot::Receiver<Resolution>,
+        timeout: Duration,
+    ) -> Resolution {
+        let mut guard = LeaveGuard {
+            approvals: Some(self.clone()),
+            id,
+        };
+        let res = match tokio::time::timeout(timeout, &mut rx).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) => Resolution::Expired {
+                why: "the request was closed without a decision".into(),
+            },
+            Err(_) => self.time_out(id, rx, timeout).await,
+        };
+        guard.approvals = None;
+        res
+    }
+
+    async fn time_out(
+        &self,
+        id: i64,
+        rx: oneshot::Receiver<Resolution>,
+        after: Duration,
+    ) -> Resolution {
+        let closing = Closing {
+            status: ApprovalStatus::TimedOut,
+            at_ms: self.inner.clock.now_ms(),
+            by: Some("timeout".into()),
+            reason: Some(format!("nobody answered within {}s", after.as_secs())),
+        };
+        if self.close_in_background(id, closing) {
+            return Resolution::TimedOut { after };
+        }
+        // A decision claimed it first and is being recorded; it wakes us
+        // right after its commit.
+        match tokio::time::timeout(LOST_RACE_GRACE, rx).await {
+            Ok(Ok(r)) => r,
+            _ => Resolution::TimedOut { after },
+        }
+    }
+
+    /// Claims a live request and records `closing` without a person
+    /// (timeout, caller left, expiry) in a background task. `false` if
+    /// someone else claimed it first.
+    fn close_in_background(&self, id: i64, closing: Closing) -> bool {
+        let Some(live) = self.inner.live().remove(&id) else {
+            return false;
+        };
+        let me = self.clone();
+        let record = async move {
+            if let Err(e) = me.record_closing(live.request, &closing, false).await {
+                tracing::error!("approval #{id}: could not record {}: {e}", closing.status);
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                rt.spawn(record);
+            }
+            Err(_) => tracing::error!("approval #{id}: no runtime to record its closing"),
+        }
+        true
+    }
+
+    /// Writes a claimed (or recovered) request's closing and announces it.
+    async fn record_closing(
+        &self,
+        mut request: ApprovalRequest,
+        closing: &Closing,
+        audit_row: bool,
+    ) -> Result<(), ApprovalError> {
+        let mut conn = self.inner.pool.acquire().await?;
+        if !store::close_request(&mut conn, request.id, closing).await? {
+            return Ok(());
+        }
+        apply_closing(&mut request, closing, None);
+        let event = decided_event(&request);
+        if audit_row {
+            self.inner.audit.record_event(&event);
+        }
+        self.inner.events.emit(event);
+        Ok(())
+    }
+
+    // ---- restart and expiry ----------------------------------------------
+
+    async fn recover(&self, liveness: &dyn Liveness) -> Result<(), ApprovalError> {
+        let now = self.inner.clock.now_ms();
+        for r in store::pending_requests(&self.inner.pool).await? {
+            let why = if r.expires_ms <= now {
+                Some("it expired while toolgate was not running")
+            } else if !liveness.is_alive(&r.caller) {
+                Some("toolgate restarted and the caller is gone")
+            } else {
+                None
+            };
+            match why {
+                // Nobody is subscribed yet at startup, so the event row is
+                // written here rather than by whoever records the bus.
+                Some(why) => {
+                    self.record_closing(r, &expiry(now, why, "startup"), true)
+                        .await?
+                }
+                None => {
+                    self.inner.live().insert(
+                        r.id,
+                        Live {
+                            args: r.args.clone(),
+                            request: r,
+                            waiter: None,
+                        },
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes, as `expired`, every pending request past its expiry that no
+    /// call waits on (live calls time out by themselves). Runs every
+    /// 15 s; public so hosts and tests can run it now. Returns how many.
+    ///
+    /// # Errors
+    /// The store failed.
+    pub async fn sweep(&self) -> Result<usize, ApprovalError> {
+        let now = self.inner.clock.now_ms();
+        let stale: Vec<Live> = {
+            let mut live = self.inner.live();
+            let ids: Vec<i64> = live
+                .iter()
+                .filter(|(_, l)| l.waiter.is_none() && l.request.expires_ms <= now)
+                .map(|(id, _)| *id)
+                .collect();
+            ids.iter().filter_map(|id| live.remove(id)).collect()
+        };
+        let n = stale.len();
+        for l in stale {
+            let closing = expiry(now, "nobody decided before it expired", "sweep");
+            self.record_closing(l.request, &closing, true).await?;
+        }
+        Ok(n)
+    }
+
+    // ---- events ----------------------------------------------------------
+
+    fn announce_requested(&self, r: &ApprovalRequest, call_id: u64) {
+        self.inner.events.emit(Event::ApprovalRequested {
+            id: r.id,
+            call_id,
+            tool: r.tool.clone(),
+            risk: r.risk,
+            rule: r.rule.clone(),
+            reason: r.reason.clone(),
+            caller: r.caller.to_string(),
+            expires_ms: r.expires_ms,
+        });
+    }
+
+    fn announce_decided(&self, r: &ApprovalRequest) {
+        self.inner.events.emit(decided_event(r));
+    }
+
+    fn announce_rule(&self, r: &RememberedRule, change: RuleChange) {
+        self.inner.events.emit(Event::ApprovalRuleChanged {
+            rule_id: r.id,
+            change,
+            effect: r.effect,
+            scope: r.scope_text.clone(),
+        });
+    }
+}
+
+fn decided_event(r: &ApprovalRequest) -> Event {
+    Event::ApprovalDecided {
+        id: r.id,
+        tool: r.tool.clone(),
+        status: r.status,
+        by: r.decided_by.clone(),
+        reason: r.decision_reason.clone(),
+        rule_id: r.rule_id,
+    }
+}
+
+fn expiry(now: i64, why: &str, by: &str) -> Closing {
+    Closing {
+        status: ApprovalStatus::Expired,
+        at_ms: now,
+        by: Some(by.into()),
+        reason: Some(why.into()),
+    }
+}
+
+fn apply_closing(r: &mut ApprovalRequest, c: &Closing, rule_id: Option<i64>) {
+    r.status = c.status;
+    r.decided_ms = Some(c.at_ms);
+    r.decided_by.clone_from(&c.by);
+    r.decision_reason.clone_from(&c.reason);
+    r.rule_id = rule_id;
+    r.waiting = false;
+}
+
+fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Closes the request as `expired` if the waiting call is dropped (the
+/// agent disconnected, the session ended).
+struct LeaveGuard {
+    approvals: Option<Approvals>,
+    id: i64,
+}
+
+impl Drop for LeaveGuard {
+    fn drop(&mut self) {
+        if let Some(a) = self.approvals.take() {
+            let closing = expiry(
+                a.inner.clock.now_ms(),
+                "the caller left before a decision",
+                "caller",
+            );
+            a.close_in_background(self.id, closing);
+        }
+    }
+}
+
+async fn sweep_loop(inner: Weak<Inner>) {
+    let mut tick = tokio::time::interval(SWEEP_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        if let Err(e) = (Approvals { inner }).sweep().await {
+            tracing::warn!("approval expiry sweep: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "queue_tests.rs"]
+mod tests;

@@ -1,0 +1,535 @@
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+use tokio::task::JoinHandle;
+
+use super::*;
+use crate::approval::{ManualClock, ScopeError, Verdict};
+use crate::context::Caller;
+use crate::tool::Risk;
+
+const T0: i64 = 1_800_000_000_000;
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    db: std::path::PathBuf,
+    approvals: Approvals,
+    events: broadcast::Receiver<Event>,
+    clock: Arc<ManualClock>,
+}
+
+async fn open_at(db: &std::path::Path, clock: Arc<ManualClock>, alive: bool) -> Approvals {
+    let audit = AuditLog::open(db).await.unwrap();
+    let opts = ApprovalOptions {
+        clock,
+        liveness: Arc::new(move |c: &CallerInfo| alive && c.pid == Some(1)),
+    };
+    Approvals::open(&audit, EventBus::new(), opts)
+        .await
+        .unwrap()
+}
+
+async fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("audit.db");
+    let clock = ManualClock::at(T0);
+    let approvals = open_at(&db, clock.clone(), true).await;
+    let events = approvals.subscribe();
+    Fixture {
+        _dir: dir,
+        db,
+        approvals,
+        events,
+        clock,
+    }
+}
+
+fn assessment(timeout: Duration) -> Assessment {
+    Assessment {
+        verdict: Verdict::Ask,
+        risk: Risk::Critical,
+        rule: "default:shell-rm-recursive".into(),
+        reason: "recursive or forced delete".into(),
+        timeout,
+    }
+}
+
+fn caller(pid: i32) -> Caller {
+    Caller {
+        pid: Some(pid),
+        uid: Some(1000),
+        client_name: Some("claude".into()),
+        ..Caller::via("socket")
+    }
+}
+
+/// Starts a call asking a person; returns its task.
+fn ask(a: &Approvals, tool: &str, args: Value, timeout: Duration) -> JoinHandle<Resolution> {
+    let a = a.clone();
+    let tool = tool.to_owned();
+    tokio::spawn(async move {
+        let assessment = assessment(timeout);
+        let c = caller(1);
+        a.ask(Ask {
+            call_id: 7,
+            tool: &tool,
+            args: &args,
+            shown_args: args.clone(),
+            policy_version: 1,
+            assessment: &assessment,
+            caller: &c,
+            session: "s1",
+        })
+        .await
+        .unwrap()
+    })
+}
+
+/// The id of the next request announced on the bus.
+async fn next_request(rx: &mut broadcast::Receiver<Event>) -> i64 {
+    loop {
+        if let Event::ApprovalRequested { id, .. } = rx.recv().await.unwrap() {
+            return id;
+        }
+    }
+}
+
+async fn next_decided(rx: &mut broadcast::Receiver<Event>) -> (i64, ApprovalStatus) {
+    loop {
+        if let Event::ApprovalDecided { id, status, .. } = rx.recv().await.unwrap() {
+            return (id, status);
+        }
+    }
+}
+
+const MINUTE: Duration = Duration::from_secs(60);
+
+#[tokio::test]
+async fn approve_once_reaches_exactly_that_call() {
+    let mut f = fixture().await;
+    let call = ask(&f.approvals, "sh", json!({"command": "rm -rf x"}), MINUTE);
+    let id = next_request(&mut f.events).await;
+    let pending = f.approvals.pending();
+    assert_eq!(pending.len(), 1);
+    let p = &pending[0];
+    assert_eq!((p.id, p.tool.as_str(), p.risk), (id, "sh", Risk::Critical));
+    assert_eq!(p.expires_ms, T0 + 60_000);
+    assert_eq!(
+        p.args_hash,
+        crate::canonical::call_hash("sh", &json!({"command": "rm -rf x"}))
+    );
+    assert!(p.waiting);
+    let d = f
+        .approvals
+        .decide(id, Decision::approve().by("cli"))
+        .await
+        .unwrap();
+    assert_eq!(d.request.status, ApprovalStatus::Approved);
+    assert_eq!(
+        call.await.unwrap(),
+        Resolution::Approved {
+            by: Some("cli".into()),
+            rule_id: None
+        }
+    );
+    assert!(f.approvals.pending().is_empty());
+    assert_eq!(
+        next_decided(&mut f.events).await,
+        (id, ApprovalStatus::Approved)
+    );
+    // Approve once: the same call again asks again, with a new request.
+    let again = ask(&f.approvals, "sh", json!({"command": "rm -rf x"}), MINUTE);
+    let id2 = next_request(&mut f.events).await;
+    assert_ne!(id, id2);
+    let e = f.approvals.approve(id, None).await.unwrap_err();
+    assert!(matches!(
+        e,
+        ApprovalError::AlreadyDecided {
+            status: ApprovalStatus::Approved,
+            ..
+        }
+    ));
+    f.approvals.deny(id2, Some("not now".into())).await.unwrap();
+    assert_eq!(
+        again.await.unwrap(),
+        Resolution::Denied {
+            reason: Some("not now".into())
+        }
+    );
+    let stored = f.approvals.get(id2).await.unwrap();
+    assert_eq!(stored.status, ApprovalStatus::Denied);
+    assert_eq!(stored.decision_reason.as_deref(), Some("not now"));
+    assert!(matches!(
+        f.approvals.approve(999, None).await,
+        Err(ApprovalError::NotFound { id: 999 })
+    ));
+}
+
+#[tokio::test]
+async fn a_decision_bound_to_arguments_never_approves_other_arguments() {
+    let mut f = fixture().await;
+    let a = ask(&f.approvals, "fs_write", json!({"path": "/p/a"}), MINUTE);
+    let id_a = next_request(&mut f.events).await;
+    let b = ask(&f.approvals, "fs_write", json!({"path": "/p/b"}), MINUTE);
+    let id_b = next_request(&mut f.events).await;
+    f.approvals.approve(id_a, Some("args")).await.unwrap();
+    assert!(matches!(a.await.unwrap(), Resolution::Approved { .. }));
+    let still: Vec<i64> = f.approvals.pending().iter().map(|r| r.id).collect();
+    assert_eq!(still, [id_b], "b still waits");
+    let c1 = caller(1);
+    assert!(
+        f.approvals
+            .remembered("fs_write", &json!({"path": "/p/a"}), &c1)
+            .is_some()
+    );
+    assert!(
+        f.approvals
+            .remembered("fs_write", &json!({"path": "/p/b"}), &c1)
+            .is_none()
+    );
+    f.approvals.deny(id_b, None).await.unwrap();
+    assert_eq!(b.await.unwrap(), Resolution::Denied { reason: None });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_concurrent_requests_decided_out_of_order() {
+    let mut f = fixture().await;
+    let calls: Vec<JoinHandle<Resolution>> = (0..100)
+        .map(|i| ask(&f.approvals, "sh", json!({ "n": i }), MINUTE))
+        .collect();
+    let mut ids = Vec::new();
+    for _ in 0..100 {
+        ids.push(next_request(&mut f.events).await);
+    }
+    assert_eq!(f.approvals.pending().len(), 100);
+    // Decide in a scrambled order: even-numbered calls approved, odd denied
+    // with their own number as the reason.
+    let mut order: Vec<i64> = f.approvals.pending().iter().map(|r| r.id).collect();
+    order.sort_by_key(|id| (id * 37) % 101);
+    let decisions = order.iter().map(|&id| {
+        let a = f.approvals.clone();
+        tokio::spawn(async move {
+            let n = a.get(id).await.unwrap().args["n"].as_i64().unwrap();
+            if n % 2 == 0 {
+                a.approve(id, None).await.unwrap();
+            } else {
+                a.deny(id, Some(format!("no {n}"))).await.unwrap();
+            }
+        })
+    });
+    for d in decisions.collect::<Vec<_>>() {
+        d.await.unwrap();
+    }
+    for (n, call) in calls.into_iter().enumerate() {
+        let r = call.await.unwrap();
+        if n % 2 == 0 {
+            assert!(matches!(r, Resolution::Approved { .. }), "{n}: {r:?}");
+        } else {
+            assert_eq!(
+                r,
+                Resolution::Denied {
+                    reason: Some(format!("no {n}"))
+                }
+            );
+        }
+    }
+    assert!(f.approvals.pending().is_empty());
+}
+
+// The clock is paused once the request is stored rather than with
+// `start_paused`: sqlx runs SQLite on its own thread, so a paused runtime
+// waiting for it looks idle and auto-advances into the pool's acquire
+// timeout. From the pause on, the wait is pure tokio time: no sleeping.
+#[tokio::test]
+async fn nobody_answering_times_out_as_timed_out_not_denied() {
+    let mut f = fixture().await;
+    let call = ask(&f.approvals, "sh", json!({}), Duration::from_secs(120));
+    let id = next_request(&mut f.events).await;
+    tokio::time::pause();
+    let paused_at = tokio::time::Instant::now();
+    tokio::time::advance(Duration::from_secs(118)).await;
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    assert!(!call.is_finished(), "still waiting at 118 s");
+    let r = call.await.unwrap();
+    tokio::time::resume();
+    assert_eq!(
+        r,
+        Resolution::TimedOut {
+            after: Duration::from_secs(120)
+        }
+    );
+    let waited = paused_at.elapsed();
+    assert!(
+        // Timers have 1 ms resolution and round up.
+        waited > Duration::from_secs(119) && waited <= Duration::from_millis(120_002),
+        "{waited:?}"
+    );
+    assert_eq!(
+        next_decided(&mut f.events).await,
+        (id, ApprovalStatus::TimedOut)
+    );
+    let stored = f.approvals.get(id).await.unwrap();
+    assert_eq!(stored.status, ApprovalStatus::TimedOut);
+    assert_eq!(stored.decided_by.as_deref(), Some("timeout"));
+    assert!(matches!(
+        f.approvals.approve(id, None).await,
+        Err(ApprovalError::AlreadyDecided {
+            status: ApprovalStatus::TimedOut,
+            ..
+        })
+    ));
+}
+
+#[tokio::test]
+async fn a_rule_can_shorten_the_timeout() {
+    let mut f = fixture().await;
+    let call = ask(&f.approvals, "sh", json!({}), Duration::from_secs(5));
+    next_request(&mut f.events).await;
+    tokio::time::pause();
+    let paused_at = tokio::time::Instant::now();
+    let r = call.await.unwrap();
+    tokio::time::resume();
+    assert_eq!(
+        r,
+        Resolution::TimedOut {
+            after: Duration::from_secs(5)
+        }
+    );
+    assert!(paused_at.elapsed() <= Duration::from_millis(5_002));
+}
+
+#[tokio::test]
+async fn a_caller_that_leaves_closes_its_request_as_expired() {
+    let mut f = fixture().await;
+    let call = ask(&f.approvals, "sh", json!({}), MINUTE);
+    let id = next_request(&mut f.events).await;
+    call.abort();
+    assert_eq!(
+        next_decided(&mut f.events).await,
+        (id, ApprovalStatus::Expired)
+    );
+    let r = f.approvals.get(id).await.unwrap();
+    assert_eq!(
+        r.decision_reason.as_deref(),
+        Some("the caller left before a decision")
+    );
+    assert!(f.approvals.pending().is_empty());
+}
+
+/// Writes a pending row as a previous run would have left it.
+async fn leave_pending(a: &Approvals, pid: i32, args: Value, expires_ms: i64) -> i64 {
+    let r = ApprovalRequest {
+        id: 0,
+        call_id: 1,
+        tool: "sh".into(),
+        args: args.clone(),
+        args_hash: call_hash("sh", &args),
+        policy_version: 1,
+        risk: Risk::Critical,
+        rule: "r".into(),
+        reason: "why".into(),
+        caller: CallerInfo::from(&caller(pid)),
+        session: "s".into(),
+        created_ms: T0,
+        expires_ms,
+        status: ApprovalStatus::Pending,
+        decided_ms: None,
+        decided_by: None,
+        decision_reason: None,
+        rule_id: None,
+        waiting: false,
+    };
+    store::insert_request(&a.inner.pool, &r).await.unwrap()
+}
+
+#[tokio::test]
+async fn after_a_restart_requests_of_gone_callers_expire_and_the_rest_wait() {
+    let f = fixture().await;
+    let gone = leave_pending(&f.approvals, 2, json!({"a": 1}), T0 + 60_000).await;
+    let late = leave_pending(&f.approvals, 1, json!({"a": 2}), T0 - 1).await;
+    let alive = leave_pending(&f.approvals, 1, json!({"a": 3}), T0 + 60_000).await;
+    let idle = leave_pending(&f.approvals, 1, json!({"a": 4}), T0 + 30_000).await;
+    drop(f.approvals);
+
+    // Restart: a new process opens the same file.
+    let a = open_at(&f.db, f.clock.clone(), true).await;
+    let mut rx = a.subscribe();
+    let pending: Vec<i64> = a.pending().iter().map(|r| r.id).collect();
+    assert_eq!(pending, [alive, idle]);
+    assert!(a.pending().iter().all(|r| !r.waiting));
+    for (id, why) in [
+        (gone, "toolgate restarted and the caller is gone"),
+        (late, "it expired while toolgate was not running"),
+    ] {
+        let r = a.get(id).await.unwrap();
+        assert_eq!(r.status, ApprovalStatus::Expired);
+        assert_eq!(r.decision_reason.as_deref(), Some(why));
+        assert_eq!(r.decided_by.as_deref(), Some("startup"));
+    }
+    // Each expiry left an event row in the audit log.
+    let audit = AuditLog::open(&f.db).await.unwrap();
+    a.inner.audit.flush().await;
+    let rows = audit.events_after(0, 100).await.unwrap();
+    let expired = rows
+        .iter()
+        .filter(|e| e.kind == "approval_decided" && e.body.contains("\"expired\""))
+        .count();
+    assert_eq!(expired, 2);
+
+    // The agent sends the same call again: it waits on the old request.
+    let call = ask(&a, "sh", json!({"a": 3}), MINUTE);
+    tokio::task::yield_now().await;
+    while !a.pending().iter().any(|r| r.id == alive && r.waiting) {
+        tokio::task::yield_now().await;
+    }
+    a.approve(alive, None).await.unwrap();
+    assert!(matches!(call.await.unwrap(), Resolution::Approved { .. }));
+
+    // Nobody comes back for the other one: it expires on its own clock.
+    assert_eq!(a.sweep().await.unwrap(), 0);
+    f.clock.advance(Duration::from_secs(31));
+    assert_eq!(a.sweep().await.unwrap(), 1);
+    assert_eq!(next_decided(&mut rx).await.0, alive);
+    assert_eq!(next_decided(&mut rx).await, (idle, ApprovalStatus::Expired));
+    assert!(a.pending().is_empty());
+}
+
+#[tokio::test]
+async fn always_rules_are_listed_edited_expire_and_are_revoked() {
+    let mut f = fixture().await;
+    let args = json!({"path": "/home/u/proj/a"});
+    let call = ask(&f.approvals, "fs_read", args.clone(), MINUTE);
+    let id = next_request(&mut f.events).await;
+    // A scope that misses the request is refused; the request stays.
+    let e = f
+        .approvals
+        .approve(id, Some("/path:path=/elsewhere/**"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, ApprovalError::Scope(ScopeError::MissesRequest { .. })),
+        "{e}"
+    );
+    let d = f
+        .approvals
+        .decide(
+            id,
+            Decision::approve().always(
+                "/path:path=/home/u/proj/**",
+                Some(Duration::from_secs(3600)),
+            ),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(
+        call.await.unwrap(),
+        Resolution::Approved {
+            rule_id: Some(_),
+            ..
+        }
+    ));
+    let rule = d.rule.unwrap();
+    assert_eq!(d.request.rule_id, Some(rule.id));
+    assert_eq!(rule.scope_text, "tool=fs_read,/path:path=/home/u/proj/**");
+    assert_eq!(rule.expires_ms, Some(T0 + 3_600_000));
+    assert_eq!(f.approvals.rules(), vec![rule.clone()]);
+    let c = caller(9);
+    let inside = json!({"path": "/home/u/proj/b/c"});
+    assert_eq!(
+        f.approvals.remembered("fs_read", &inside, &c).map(|r| r.id),
+        Some(rule.id)
+    );
+    assert!(
+        f.approvals
+            .remembered("fs_read", &json!({"path": "/etc/x"}), &c)
+            .is_none()
+    );
+
+    // Edit: make it a deny; the scope stays.
+    let edited = f
+        .approvals
+        .edit_rule(
+            rule.id,
+            RuleEdit {
+                effect: Some(RuleEffect::Deny),
+                reason: Some(Some("secrets moved here".into())),
+                ..RuleEdit::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(edited.effect, RuleEffect::Deny);
+    let hit = f.approvals.remembered("fs_read", &inside, &c).unwrap();
+    assert_eq!(hit.effect, RuleEffect::Deny);
+
+    // TTL: after an hour it no longer applies, and is listed as inactive.
+    f.clock.advance(Duration::from_secs(3601));
+    assert!(f.approvals.remembered("fs_read", &inside, &c).is_none());
+    assert!(!f.approvals.rules()[0].is_active(f.clock.now_ms()));
+
+    let revoked = f.approvals.revoke_rule(rule.id).await.unwrap();
+    assert!(revoked.revoked_ms.is_some());
+    assert!(f.approvals.rules().is_empty());
+    assert!(matches!(
+        f.approvals.revoke_rule(rule.id).await,
+        Err(ApprovalError::RuleNotFound { .. })
+    ));
+    // Rules survive a restart.
+    let added = f
+        .approvals
+        .add_rule(NewRule {
+            effect: RuleEffect::Allow,
+            scope: "tool=fs_list".into(),
+            reason: None,
+            ttl: None,
+            by: Some("ui".into()),
+        })
+        .await
+        .unwrap();
+    let reopened = open_at(&f.db, f.clock.clone(), true).await;
+    assert_eq!(reopened.rules(), vec![added]);
+    let mut changes = 0;
+    while let Ok(e) = f.events.try_recv() {
+        changes += usize::from(matches!(e, Event::ApprovalRuleChanged { .. }));
+    }
+    assert_eq!(changes, 4, "added, edited, revoked, added");
+}
+
+#[tokio::test]
+async fn always_deny_beats_always_allow() {
+    let mut f = fixture().await;
+    let call = ask(&f.approvals, "sh", json!({"command": "ls"}), MINUTE);
+    let id = next_request(&mut f.events).await;
+    f.approvals.approve(id, Some("tool")).await.unwrap();
+    call.await.unwrap();
+    let call = ask(&f.approvals, "sh", json!({"command": "rm x"}), MINUTE);
+    let id = next_request(&mut f.events).await;
+    f.approvals
+        .decide(
+            id,
+            Decision::deny(Some("never rm".into())).always("/command=rm *", None),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        call.await.unwrap(),
+        Resolution::Denied {
+            reason: Some("never rm".into())
+        }
+    );
+    let c = caller(1);
+    let r = f
+        .approvals
+        .remembered("sh", &json!({"command": "rm y"}), &c)
+        .unwrap();
+    assert_eq!(r.effect, RuleEffect::Deny);
+    let r = f
+        .approvals
+        .remembered("sh", &json!({"command": "ls -l"}), &c)
+        .unwrap();
+    assert_eq!(r.effect, RuleEffect::Allow);
+}

@@ -1,0 +1,537 @@
+//! The policy model: presets, the dangerous-name table, argument rules and
+//! per-caller profiles, and the one function that turns them into a verdict
+//! for a call ([`PolicyConfig::assess`]).
+//!
+//! The procedure (also in `docs/policy.md`, which people read):
+//!
+//! 1. **Profile.** The first `[[policy.callers]]` entry matching the caller
+//!    (uid, exe, MCP client name, agent id) supplies the preset, threshold,
+//!    timeout and extra rules; otherwise the global ones apply.
+//! 2. **Risk.** The base risk is the `[tools.NAME] risk` override if set,
+//!    else the highest of the tool's declared risk, the dangerous-name table
+//!    and, for tools not built in, the MCP `destructiveHint` (hints may
+//!    raise risk, never lower it).
+//!    If any *argument risk rule* matches, the highest of those replaces the
+//!    base: the arguments say more about this call than the name does, and
+//!    taking the maximum means a harmless-command rule can never hide a
+//!    dangerous pattern in the same command.
+//! 3. **Verdict rules** are looked at in tiers: the caller profile's rules,
+//!    then the config's (`[[policy.rules]]`, `[tools.NAME] policy`), then the
+//!    built-in ones. The first tier with a matching verdict rule decides
+//!    (deny beats ask beats allow inside a tier). A verdict rule decides
+//!    outright; risk is not consulted.
+//! 4. Otherwise the preset: risk at or above its deny threshold is denied,
+//!    at or above `ask_at` is asked, `external`/`untrusted` tools are asked
+//!    unless the preset trusts them, the rest is allowed.
+//!
+//! Every [`Assessment`] names the rule that decided and says why in words.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use globset::GlobMatcher;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::matcher::ArgCondition;
+use crate::context::Caller;
+use crate::tool::{Risk, Source, ToolDef, Trust};
+
+/// A policy verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Run without asking.
+    Allow,
+    /// Never run.
+    Deny,
+    /// Run only if a person approves.
+    Ask,
+}
+
+impl Verdict {
+    /// The snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Deny => "deny",
+            Self::Ask => "ask",
+        }
+    }
+
+    fn rank(self) -> u8 {
+        match self {
+            Self::Allow => 0,
+            Self::Ask => 1,
+            Self::Deny => 2,
+        }
+    }
+}
+
+/// The snake_case name of a risk.
+pub fn risk_str(r: Risk) -> &'static str {
+    match r {
+        Risk::Low => "low",
+        Risk::Medium => "medium",
+        Risk::High => "high",
+        Risk::Critical => "critical",
+    }
+}
+
+/// A named permission preset, after the seed's `Agent(approval=...)`
+/// presets. Each is a few thresholds; see [`Preset::spec`].
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Preset {
+    /// Only low-risk calls run; everything medium and above is denied
+    /// without asking; low-risk external tools are asked.
+    ReadOnly,
+    /// Everything from medium risk up is asked, external tools too.
+    Strict,
+    /// The seed's default: reading and editing run, high and critical are
+    /// asked (deleting, running commands), external tools are asked.
+    #[default]
+    Default,
+    /// Only critical calls are asked (`rm -rf`, writes outside the project,
+    /// arbitrary code); external tools run without asking.
+    Autonomous,
+}
+
+/// What a preset means, as thresholds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PresetSpec {
+    /// Risk at or above this is denied outright (`None`: never).
+    pub deny_at: Option<Risk>,
+    /// Risk at or above this is asked.
+    pub ask_at: Risk,
+    /// `external` and `untrusted` tools are asked whatever their risk.
+    pub ask_external: bool,
+}
+
+impl Preset {
+    /// Every preset, for docs and tests.
+    pub const ALL: [Preset; 4] = [
+        Self::ReadOnly,
+        Self::Strict,
+        Self::Default,
+        Self::Autonomous,
+    ];
+
+    /// The thresholds.
+    pub fn spec(self) -> PresetSpec {
+        match self {
+            Self::ReadOnly => PresetSpec {
+                deny_at: Some(Risk::Medium),
+                ask_at: Risk::Medium,
+                ask_external: true,
+            },
+            Self::Strict => PresetSpec {
+                deny_at: None,
+                ask_at: Risk::Medium,
+                ask_external: true,
+            },
+            Self::Default => PresetSpec {
+                deny_at: None,
+                ask_at: Risk::High,
+                ask_external: true,
+            },
+            Self::Autonomous => PresetSpec {
+                deny_at: None,
+                ask_at: Risk::Critical,
+                ask_external: false,
+            },
+        }
+    }
+
+    /// The snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "read_only",
+            Self::Strict => "strict",
+            Self::Default => "default",
+            Self::Autonomous => "autonomous",
+        }
+    }
+}
+
+/// What a matching rule does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Sets the call's risk (the highest matching risk rule wins).
+    Risk(Risk),
+    /// Decides outright.
+    Verdict(Verdict),
+}
+
+/// One rule: tool-name glob, optional argument condition, effect.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// Where it came from, e.g. `policy.rules[2]`, `default:rm-recursive`.
+    pub id: String,
+    /// Tool-name glob.
+    pub tool: GlobMatcher,
+    /// The glob as written.
+    pub tool_glob: String,
+    /// Argument condition; `None` = any call of the tool.
+    pub when: Option<ArgCondition>,
+    /// What it does.
+    pub effect: Effect,
+    /// Approval timeout when this rule makes the call ask.
+    pub timeout: Option<Duration>,
+    /// Why, in words (shown to people).
+    pub reason: Option<String>,
+}
+
+impl Rule {
+    fn matches(&self, tool: &str, args: &Value) -> bool {
+        self.tool.is_match(tool) && self.when.as_ref().is_none_or(|c| c.holds(args))
+    }
+
+    fn describe(&self) -> String {
+        match (&self.reason, &self.when) {
+            (Some(r), Some(c)) => format!("{r} ({})", c.describe()),
+            (Some(r), None) => format!("{r} (`{}`)", self.tool_glob),
+            (None, Some(c)) => format!("`{}` with {}", self.tool_glob, c.describe()),
+            (None, None) => format!("`{}`", self.tool_glob),
+        }
+    }
+}
+
+/// Matches a caller. Every field set must match; unset fields match all.
+#[derive(Debug, Clone, Default)]
+pub struct CallerMatch {
+    /// Peer uid.
+    pub uid: Option<u32>,
+    /// Peer executable path glob.
+    pub exe: Option<GlobMatcher>,
+    /// MCP client name glob.
+    pub client: Option<GlobMatcher>,
+    /// Agent id glob.
+    pub agent: Option<GlobMatcher>,
+}
+
+impl CallerMatch {
+    /// Whether `caller` matches. A set field never matches a caller that
+    /// lacks the value (an unknown exe is not "any exe").
+    pub fn matches(&self, caller: &Caller) -> bool {
+        let glob = |g: &Option<GlobMatcher>, v: &Option<String>| match g {
+            None => true,
+            Some(g) => v.as_deref().is_some_and(|v| g.is_match(v)),
+        };
+        self.uid.is_none_or(|u| caller.uid == Some(u))
+            && glob(&self.exe, &caller.exe)
+            && glob(&self.client, &caller.client_name)
+            && glob(&self.agent, &caller.agent_id)
+    }
+}
+
+/// A per-caller profile (`[[policy.callers]]`).
+#[derive(Debug, Clone)]
+pub struct CallerPolicy {
+    /// `policy.callers[i]`.
+    pub id: String,
+    /// Which callers.
+    pub matcher: CallerMatch,
+    /// Preset for them (default: the global one).
+    pub preset: Option<Preset>,
+    /// Threshold for them (default: the preset's).
+    pub ask_at: Option<Risk>,
+    /// Approval timeout for them.
+    pub timeout: Option<Duration>,
+    /// Rules looked at before the global ones.
+    pub rules: Vec<Rule>,
+}
+
+/// Policy settings: the validated `[policy]` table plus per-tool overrides.
+#[derive(Debug, Clone)]
+pub struct PolicyConfig {
+    /// The preset. Default [`Preset::Default`].
+    pub preset: Preset,
+    /// Overrides the preset's ask threshold (`policy.ask_at`).
+    pub ask_at: Option<Risk>,
+    /// How long a person has to answer. Default 120 s: long enough to
+    /// switch windows and read the call, short enough that an agent is not
+    /// stuck for minutes when nobody is there (timeout = deny).
+    pub approval_timeout: Duration,
+    /// Per-tool risk overrides (`[tools.NAME] risk`), exact names.
+    pub risk: std::collections::HashMap<String, Risk>,
+    /// Config rules, in file order (`[tools.NAME] policy` first).
+    pub rules: Vec<Rule>,
+    /// Built-in argument rules (empty with `default_rules = false`).
+    pub default_rules: Vec<Rule>,
+    /// The dangerous-name table (empty with `default_rules = false`).
+    pub risk_table: Vec<(GlobMatcher, String, Risk)>,
+    /// Per-caller profiles, first match wins.
+    pub callers: Vec<CallerPolicy>,
+    /// Where relative paths in arguments are resolved (the first project
+    /// directory); shown in reasons.
+    pub project_dirs: Vec<PathBuf>,
+}
+
+impl Default for PolicyConfig {
+    fn default() -> Self {
+        Self::with_defaults(Vec::new())
+    }
+}
+
+/// The policy's answer for one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Assessment {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// The effective risk.
+    pub risk: Risk,
+    /// Which rule decided (`policy.rules[0]`, `preset:default`, ...).
+    pub rule: String,
+    /// Why, in words a person can read.
+    pub reason: String,
+    /// How long to wait for a person if the verdict is ask.
+    pub timeout: Duration,
+}
+
+/// The tier a rule was found in, for the tiered verdict lookup.
+struct Tiers<'a> {
+    tiers: [&'a [Rule]; 3],
+}
+
+impl PolicyConfig {
+    /// The built-in table and rules, with `project_dirs` for the
+    /// "write outside the project" rule.
+    pub fn with_defaults(project_dirs: Vec<PathBuf>) -> Self {
+        Self {
+            preset: Preset::Default,
+            ask_at: None,
+            approval_timeout: Duration::from_secs(120),
+            risk: Default::default(),
+            rules: Vec::new(),
+            default_rules: super::defaults::default_rules(&project_dirs),
+            risk_table: super::defaults::risk_table(),
+            callers: Vec::new(),
+            project_dirs,
+        }
+    }
+
+    /// The effective ask threshold for the global profile.
+    pub fn effective_ask_at(&self) -> Risk {
+        self.ask_at.unwrap_or(self.preset.spec().ask_at)
+    }
+
+    /// Decides for one call of `tool` with `args` by `caller`.
+    pub fn assess(&self, tool: &ToolDef, args: &Value, caller: &Caller) -> Assessment {
+        let profile = self.callers.iter().find(|p| p.matcher.matches(caller));
+        let name = tool.name.as_str();
+        let tiers = Tiers {
+            tiers: [
+                profile.map_or(&[][..], |p| &p.rules[..]),
+                &self.rules,
+                &self.default_rules,
+            ],
+        };
+        let timeout = profile
+            .and_then(|p| p.timeout)
+            .unwrap_or(self.approval_timeout);
+        let (risk, risk_rule, risk_why) = self.risk_of(tool, args, &tiers);
+        if let Some((rule, v)) = tiers.verdict_rule(name, args) {
+            return Assessment {
+                verdict: v,
+                risk,
+                rule: rule.id.clone(),
+                reason: format!(
+                    "rule {} says {} for {}",
+                    rule.id,
+                    v.as_str(),
+                    rule.describe()
+                ),
+                timeout: rule.timeout.unwrap_or(timeout),
+            };
+        }
+        let timeout = risk_rule.and_then(|r| r.timeout).unwrap_or(timeout);
+        self.assess_by_preset(tool, profile, risk, risk_rule, risk_why, timeout)
+    }
+
+    fn assess_by_preset(
+        &self,
+        tool: &ToolDef,
+        profile: Option<&CallerPolicy>,
+        risk: Risk,
+        risk_rule: Option<&Rule>,
+        risk_why: String,
+        timeout: Duration,
+    ) -> Assessment {
+        let preset = profile.and_then(|p| p.preset).unwrap_or(self.preset);
+        let spec = preset.spec();
+        let ask_at = profile
+            .and_then(|p| p.ask_at)
+            .or(self.ask_at)
+            .unwrap_or(spec.ask_at);
+        let whose = profile.map_or_else(|| "policy".to_owned(), |p| p.id.clone());
+        let rule_id = |fallback: String| risk_rule.map_or(fallback, |r| r.id.clone());
+        let (verdict, rule, why) = if spec.deny_at.is_some_and(|d| risk >= d) {
+            (
+                Verdict::Deny,
+                rule_id(format!("preset:{}", preset.as_str())),
+                format!(
+                    "{risk_why}; preset {} ({whose}) denies {} risk and above",
+                    preset.as_str(),
+                    risk_str(spec.deny_at.unwrap_or(risk))
+                ),
+            )
+        } else if risk >= ask_at {
+            (
+                Verdict::Ask,
+                rule_id(format!("preset:{}", preset.as_str())),
+                format!(
+                    "{risk_why}; preset {} ({whose}) asks at {} and above",
+                    preset.as_str(),
+                    risk_str(ask_at)
+                ),
+            )
+        } else if spec.ask_external && matches!(tool.trust, Trust::External | Trust::Untrusted) {
+            (
+                Verdict::Ask,
+                format!("trust:{}", trust_str(tool.trust)),
+                format!(
+                    "`{}` is an {} tool (its source is {}); preset {} asks before running those",
+                    tool.name,
+                    trust_str(tool.trust),
+                    tool.source,
+                    preset.as_str()
+                ),
+            )
+        } else {
+            (
+                Verdict::Allow,
+                rule_id(format!("preset:{}", preset.as_str())),
+                format!(
+                    "{risk_why}; preset {} ({whose}) asks only at {} and above",
+                    preset.as_str(),
+                    risk_str(ask_at)
+                ),
+            )
+        };
+        Assessment {
+            verdict,
+            risk,
+            rule,
+            reason: why,
+            timeout,
+        }
+    }
+
+    /// The call's risk, the rule that set it (if an argument rule did) and
+    /// a sentence saying why.
+    fn risk_of<'a>(
+        &self,
+        tool: &ToolDef,
+        args: &Value,
+        tiers: &Tiers<'a>,
+    ) -> (Risk, Option<&'a Rule>, String) {
+        let name = tool.name.as_str();
+        let mut best: Option<(&Rule, Risk)> = None;
+        for rule in tiers.all() {
+            if let Effect::Risk(r) = rule.effect
+                && rule.matches(name, args)
+                && best.is_none_or(|(_, b)| r > b)
+            {
+                best = Some((rule, r));
+            }
+        }
+        if let Some((rule, r)) = best {
+            let why = format!(
+                "`{name}` is {} risk by rule {}: {}",
+                risk_str(r),
+                rule.id,
+                rule.describe()
+            );
+            return (r, Some(rule), why);
+        }
+        let (r, why) = self.base_risk(tool);
+        (r, None, why)
+    }
+
+    fn base_risk(&self, tool: &ToolDef) -> (Risk, String) {
+        let name = tool.name.as_str();
+        if let Some(r) = self.risk.get(name) {
+            return (
+                *r,
+                format!("`{name}` is {} risk (tools.{name}.risk)", risk_str(*r)),
+            );
+        }
+        let mut risk = tool.risk;
+        let mut why = format!("`{name}` declares {} risk", risk_str(risk));
+        for (glob, text, r) in &self.risk_table {
+            if *r > risk && glob.is_match(name) {
+                risk = *r;
+                why = format!(
+                    "`{name}` is {} risk by the dangerous-tool table (`{text}`)",
+                    risk_str(risk)
+                );
+            }
+        }
+        // A built-in's declared risk already accounts for its own hints
+        // (fs_write overwrites, yet is medium inside the roots).
+        if tool.source != Source::Builtin
+            && tool.annotations.destructive_hint == Some(true)
+            && risk < Risk::High
+        {
+            risk = Risk::High;
+            why = format!("`{name}` says it is destructive (destructiveHint), so high risk");
+        }
+        (risk, why)
+    }
+}
+
+impl<'a> Tiers<'a> {
+    fn all(&self) -> impl Iterator<Item = &'a Rule> + '_ {
+        self.tiers.iter().flat_map(|t| t.iter())
+    }
+
+    /// The deciding verdict rule: the first tier with any match; inside it
+    /// the strongest verdict, first in file order on ties.
+    fn verdict_rule(&self, tool: &str, args: &Value) -> Option<(&'a Rule, Verdict)> {
+        for tier in self.tiers {
+            let mut best: Option<(&Rule, Verdict)> = None;
+            for rule in tier {
+                if let Effect::Verdict(v) = rule.effect
+                    && rule.matches(tool, args)
+                    && best.is_none_or(|(_, b)| v.rank() > b.rank())
+                {
+                    best = Some((rule, v));
+                }
+            }
+            if best.is_some() {
+                return best;
+            }
+        }
+        None
+    }
+}
+
+fn trust_str(t: Trust) -> &'static str {
+    match t {
+        Trust::Builtin => "builtin",
+        Trust::Trusted => "trusted",
+        Trust::External => "external",
+        Trust::Untrusted => "untrusted",
+    }
+}
+
+/// Compiles a tool-name glob (`*` matches anything; names have no `/`).
+///
+/// # Errors
+/// The glob does not compile.
+pub fn tool_glob(glob: &str) -> Result<GlobMatcher, super::matcher::PatternError> {
+    globset::Glob::new(glob)
+        .map(|g| g.compile_matcher())
+        .map_err(|e| super::matcher::PatternError {
+            kind: "tool glob",
+            pattern: glob.to_owned(),
+            message: e.kind().to_string(),
+        })
+}
+
+#[cfg(test)]
+#[path = "rules_tests.rs"]
+mod tests;

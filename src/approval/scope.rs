@@ -1,0 +1,430 @@
+//! Scopes of remembered decisions ("always allow" / "always deny"), and the
+//! SCOPE syntax people type after `--always`.
+//!
+//! A scope is a conjunction: a tool-name glob, zero or more argument
+//! conditions, optionally the exact arguments (by canonical hash) and
+//! optionally one caller. A call is in the scope only when every part
+//! matches, so adding a clause can only narrow it.
+//!
+//! SCOPE syntax (comma-separated clauses; commas inside `{}`/`[]` belong to
+//! the pattern). Clauses that say "this" take their value from the request
+//! being decided:
+//!
+//! | clause            | meaning                                                     |
+//! |-------------------|-------------------------------------------------------------|
+//! | `tool`            | this request's tool (the default when no `tool=` is given)  |
+//! | `tool=GLOB`       | tools whose name matches GLOB (`tool=*` = every tool)        |
+//! | `args`            | exactly this request's arguments (canonical hash)           |
+//! | `caller`          | this request's caller (uid, exe, client name, agent id)     |
+//! | `PTR=GLOB`        | argument at JSON pointer PTR matches a whole-string glob    |
+//! | `PTR:path=GLOB`   | argument is a path under GLOB (`~` expanded, `*` = one dir) |
+//! | `PTR:re=REGEX`    | argument matches a regular expression                       |
+//!
+//! Examples: `tool`; `/path:path=~/proj/**`; `caller`;
+//! `tool=fs_*,caller`; `/command=git status*`; `args`.
+//! Creating a remembered rule from a request fails if the scope does not
+//! cover that request: a scope that misses the very call being approved is
+//! a typo, not an intent.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::matcher::{ArgCondition, Pattern, PatternError, PatternKind, pointer_of};
+use super::rules::tool_glob;
+use crate::canonical::call_hash;
+use crate::context::Caller;
+
+/// A caller as stored with a request.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallerInfo {
+    /// Entry point: `socket`, `cli`, ...
+    pub via: String,
+    /// Peer pid; used only to tell whether the caller is still there.
+    pub pid: Option<i32>,
+    /// Peer uid.
+    pub uid: Option<u32>,
+    /// Peer executable.
+    pub exe: Option<String>,
+    /// MCP client name.
+    pub client_name: Option<String>,
+    /// Agent id.
+    pub agent_id: Option<String>,
+}
+
+impl From<&Caller> for CallerInfo {
+    fn from(c: &Caller) -> Self {
+        Self {
+            via: c.via.to_owned(),
+            pid: c.pid,
+            uid: c.uid,
+            exe: c.exe.clone(),
+            client_name: c.client_name.clone(),
+            agent_id: c.agent_id.clone(),
+        }
+    }
+}
+
+impl CallerInfo {
+    /// The identity a `caller` scope remembers: everything but the pid,
+    /// which changes every run while the agent stays the same.
+    pub fn key(&self) -> CallerKey {
+        CallerKey {
+            via: self.via.clone(),
+            uid: self.uid,
+            exe: self.exe.clone(),
+            client_name: self.client_name.clone(),
+            agent_id: self.agent_id.clone(),
+        }
+    }
+}
+
+impl fmt::Display for CallerInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.key(), f)?;
+        if let Some(p) = self.pid {
+            write!(f, " pid {p}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A caller's identity across runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CallerKey {
+    /// Entry point.
+    pub via: String,
+    /// Peer uid.
+    pub uid: Option<u32>,
+    /// Peer executable.
+    pub exe: Option<String>,
+    /// MCP client name.
+    pub client_name: Option<String>,
+    /// Agent id.
+    pub agent_id: Option<String>,
+}
+
+impl fmt::Display for CallerKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.via)?;
+        if let Some(c) = &self.client_name {
+            write!(f, " client {c}")?;
+        }
+        if let Some(a) = &self.agent_id {
+            write!(f, " agent {a}")?;
+        }
+        if let Some(e) = &self.exe {
+            write!(f, " exe {e}")?;
+        }
+        if let Some(u) = self.uid {
+            write!(f, " uid {u}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One argument clause as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArgClause {
+    /// JSON pointer.
+    pub pointer: String,
+    /// Pattern kind.
+    pub kind: PatternKind,
+    /// Pattern text as typed (`~` not yet expanded).
+    pub pattern: String,
+}
+
+/// A scope with every "this" resolved: what is stored in SQLite.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScopeDef {
+    /// Tool-name glob (an exact name for "this tool").
+    pub tool: String,
+    /// Argument clauses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<ArgClause>,
+    /// Exact arguments: `call_hash(tool, args)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args_hash: Option<String>,
+    /// One caller.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<CallerKey>,
+}
+
+impl fmt::Display for ScopeDef {
+    /// The SCOPE syntax, with "this" spelled out, so people see exactly
+    /// what a remembered rule covers.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "tool={}", self.tool)?;
+        for a in &self.args {
+            match a.kind {
+                PatternKind::Glob => write!(f, ",{}={}", a.pointer, a.pattern)?,
+                k => write!(f, ",{}:{}={}", a.pointer, k.as_str(), a.pattern)?,
+            }
+        }
+        if let Some(h) = &self.args_hash {
+            write!(f, ",args=#{}", h.get(..12).unwrap_or(h))?;
+        }
+        if let Some(c) = &self.caller {
+            write!(f, ",caller=[{c}]")?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a scope could not be parsed, compiled or used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScopeError {
+    /// The text is empty.
+    #[error("empty scope; try `tool`, `caller`, `args` or `/path:path=~/proj/**`")]
+    Empty,
+    /// A clause is not in the syntax.
+    #[error(
+        "scope clause `{0}` not understood; use tool, tool=GLOB, args, caller, PTR=GLOB, PTR:path=GLOB or PTR:re=REGEX"
+    )]
+    BadClause(String),
+    /// Two clauses set the same thing.
+    #[error("scope clause `{0}` is given twice")]
+    Duplicate(String),
+    /// A pattern does not compile.
+    #[error(transparent)]
+    Pattern(#[from] PatternError),
+    /// A "this" clause used where there is no request to take it from.
+    #[error(
+        "scope clause `{0}` refers to a request; outside one, use tool=GLOB and argument clauses"
+    )]
+    NeedsRequest(&'static str),
+    /// The scope would not cover the request it was made from.
+    #[error("scope `{scope}` does not cover the call being decided ({why})")]
+    MissesRequest {
+        /// The scope.
+        scope: String,
+        /// Which clause misses.
+        why: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ToolSpec {
+    This,
+    Glob(String),
+}
+
+/// A parsed SCOPE, not yet bound to a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScopeSpec {
+    tool: ToolSpec,
+    args: Vec<ArgClause>,
+    exact: bool,
+    caller: bool,
+}
+
+impl ScopeSpec {
+    /// Parses SCOPE syntax (see the module docs).
+    ///
+    /// # Errors
+    /// Empty text, an unknown or repeated clause, or a bad pattern.
+    pub fn parse(text: &str) -> Result<Self, ScopeError> {
+        let clauses = split_clauses(text);
+        if clauses.is_empty() {
+            return Err(ScopeError::Empty);
+        }
+        let mut spec = Self {
+            tool: ToolSpec::This,
+            args: Vec::new(),
+            exact: false,
+            caller: false,
+        };
+        let mut tool_set = false;
+        for c in clauses {
+            let once = |flag: &mut bool| {
+                if std::mem::replace(flag, true) {
+                    Err(ScopeError::Duplicate(c.to_owned()))
+                } else {
+                    Ok(())
+                }
+            };
+            match c {
+                "tool" => once(&mut tool_set)?,
+                "args" => once(&mut spec.exact)?,
+                "caller" => once(&mut spec.caller)?,
+                _ if c.starts_with("tool=") => {
+                    once(&mut tool_set)?;
+                    let glob = &c["tool=".len()..];
+                    tool_glob(glob)?;
+                    spec.tool = ToolSpec::Glob(glob.to_owned());
+                }
+                _ if c.starts_with('/') => spec.args.push(arg_clause(c)?),
+                _ => return Err(ScopeError::BadClause(c.to_owned())),
+            }
+        }
+        Ok(spec)
+    }
+
+    /// Resolves "this" against the request being decided and checks that
+    /// the result covers it.
+    ///
+    /// # Errors
+    /// [`ScopeError::MissesRequest`] naming the clause that misses, or a
+    /// pattern error.
+    pub fn bind(&self, tool: &str, args: &Value, caller: &CallerInfo) -> Result<Scope, ScopeError> {
+        let def = ScopeDef {
+            tool: match &self.tool {
+                ToolSpec::This => tool.to_owned(),
+                ToolSpec::Glob(g) => g.clone(),
+            },
+            args: self.args.clone(),
+            args_hash: self.exact.then(|| call_hash(tool, args)),
+            caller: self.caller.then(|| caller.key()),
+        };
+        let scope = Scope::compile(def)?;
+        if let Some(why) = scope.miss(tool, args, &caller.key()) {
+            return Err(ScopeError::MissesRequest {
+                scope: scope.def.to_string(),
+                why,
+            });
+        }
+        Ok(scope)
+    }
+}
+
+impl ScopeSpec {
+    /// The scope for a rule made without a request: every "this" clause is
+    /// refused and `tool=GLOB` is required, so nothing is implied.
+    ///
+    /// # Errors
+    /// [`ScopeError::NeedsRequest`] naming the clause.
+    pub fn standalone(&self) -> Result<ScopeDef, ScopeError> {
+        let tool = match &self.tool {
+            ToolSpec::Glob(g) => g.clone(),
+            ToolSpec::This => return Err(ScopeError::NeedsRequest("tool")),
+        };
+        if self.exact {
+            return Err(ScopeError::NeedsRequest("args"));
+        }
+        if self.caller {
+            return Err(ScopeError::NeedsRequest("caller"));
+        }
+        Ok(ScopeDef {
+            tool,
+            args: self.args.clone(),
+            args_hash: None,
+            caller: None,
+        })
+    }
+}
+
+fn arg_clause(c: &str) -> Result<ArgClause, ScopeError> {
+    let (lhs, pattern) = c
+        .split_once('=')
+        .ok_or_else(|| ScopeError::BadClause(c.to_owned()))?;
+    let (pointer, kind) = match lhs.rsplit_once(':') {
+        Some((p, "path")) => (p, PatternKind::Path),
+        Some((p, "re")) => (p, PatternKind::Regex),
+        Some((p, "glob")) => (p, PatternKind::Glob),
+        _ => (lhs, PatternKind::Glob),
+    };
+    if pattern.is_empty() {
+        return Err(ScopeError::BadClause(c.to_owned()));
+    }
+    Pattern::new(kind, pattern, None)?;
+    Ok(ArgClause {
+        pointer: pointer_of(pointer),
+        kind,
+        pattern: pattern.to_owned(),
+    })
+}
+
+/// Splits on commas outside `{}` and `[]`, trimming blanks.
+fn split_clauses(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, ch) in text.char_indices() {
+        match ch {
+            '{' | '[' => depth += 1,
+            '}' | ']' => depth -= 1,
+            ',' if depth <= 0 => {
+                out.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&text[start..]);
+    out.into_iter()
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect()
+}
+
+/// A compiled scope.
+#[derive(Debug, Clone)]
+pub struct Scope {
+    def: ScopeDef,
+    tool: globset::GlobMatcher,
+    conds: Vec<ArgCondition>,
+}
+
+impl Scope {
+    /// Compiles a stored scope.
+    ///
+    /// # Errors
+    /// A glob or regex does not compile.
+    pub fn compile(def: ScopeDef) -> Result<Self, ScopeError> {
+        let tool = tool_glob(&def.tool)?;
+        let conds = def
+            .args
+            .iter()
+            .map(|a| {
+                Ok(ArgCondition {
+                    pointer: a.pointer.clone(),
+                    pattern: Pattern::new(a.kind, &a.pattern, None)?,
+                    negate: false,
+                })
+            })
+            .collect::<Result<Vec<_>, PatternError>>()?;
+        Ok(Self { def, tool, conds })
+    }
+
+    /// The stored form.
+    pub fn def(&self) -> &ScopeDef {
+        &self.def
+    }
+
+    /// Whether the call is inside the scope.
+    pub fn matches(&self, tool: &str, args: &Value, caller: &CallerKey) -> bool {
+        self.miss(tool, args, caller).is_none()
+    }
+
+    /// The first clause the call misses, in words; `None` = inside.
+    fn miss(&self, tool: &str, args: &Value, caller: &CallerKey) -> Option<String> {
+        if !self.tool.is_match(tool) {
+            return Some(format!("tool `{tool}` is not `{}`", self.def.tool));
+        }
+        if let Some(c) = self.conds.iter().find(|c| !c.holds(args)) {
+            return Some(format!("argument {} is false", c.describe()));
+        }
+        if let Some(h) = &self.def.args_hash
+            && *h != call_hash(tool, args)
+        {
+            return Some("the arguments differ".into());
+        }
+        if let Some(k) = &self.def.caller
+            && k != caller
+        {
+            return Some(format!("the caller is not {k}"));
+        }
+        None
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.def, f)
+    }
+}
+
+#[cfg(test)]
+#[path = "scope_tests.rs"]
+mod tests;

@@ -1,0 +1,371 @@
+//! SQLite rows for approval requests and remembered rules
+//! (`migrations/20261202000002_approvals.sql`). Plain SQL that also runs on
+//! Postgres apart from the id columns, like the audit log's.
+//!
+//! Closing a request is a compare-and-set (`WHERE status = 'pending'`):
+//! whoever flips the row first (a person, the timeout, the expiry sweep)
+//! decides, and the others learn that they lost.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sqlx::{SqliteConnection, SqlitePool};
+
+use super::scope::{CallerInfo, ScopeDef};
+use super::{ApprovalError, ApprovalStatus};
+use crate::tool::Risk;
+
+/// One approval request, as the UI and CLI show it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ApprovalRequest {
+    /// The id people type (`toolgate approve 12`).
+    pub id: i64,
+    /// The engine call id of the asking call.
+    pub call_id: i64,
+    /// The tool.
+    pub tool: String,
+    /// The arguments, secret ones redacted.
+    pub args: Value,
+    /// `call_hash(tool, args)` of the unredacted arguments: the binding.
+    pub args_hash: String,
+    /// The policy version that asked.
+    pub policy_version: i64,
+    /// The call's risk.
+    pub risk: Risk,
+    /// Which rule asked.
+    pub rule: String,
+    /// Why, in words.
+    pub reason: String,
+    /// Who asked.
+    pub caller: CallerInfo,
+    /// Session id.
+    pub session: String,
+    /// Unix ms.
+    pub created_ms: i64,
+    /// Unix ms; pending past this is closed (timed out / expired).
+    pub expires_ms: i64,
+    /// Current state.
+    pub status: ApprovalStatus,
+    /// When it was closed.
+    pub decided_ms: Option<i64>,
+    /// Who closed it (`cli`, `ui`, `timeout`, `startup`, ...).
+    pub decided_by: Option<String>,
+    /// A person's reason, or why it expired.
+    pub decision_reason: Option<String>,
+    /// The remembered rule created by the decision.
+    pub rule_id: Option<i64>,
+    /// Whether a call is waiting on it now (false for requests recovered
+    /// after a restart until the agent sends the call again).
+    pub waiting: bool,
+}
+
+#[derive(sqlx::FromRow)]
+struct RequestRow {
+    id: i64,
+    call_id: i64,
+    tool: String,
+    args: String,
+    args_hash: String,
+    policy_version: i64,
+    risk: String,
+    rule: String,
+    reason: String,
+    caller: String,
+    session: String,
+    created_ms: i64,
+    expires_ms: i64,
+    status: String,
+    decided_ms: Option<i64>,
+    decided_by: Option<String>,
+    decision_reason: Option<String>,
+    rule_id: Option<i64>,
+}
+
+impl RequestRow {
+    fn into_request(self) -> ApprovalRequest {
+        ApprovalRequest {
+            id: self.id,
+            call_id: self.call_id,
+            tool: self.tool,
+            args: serde_json::from_str(&self.args).unwrap_or(Value::Null),
+            args_hash: self.args_hash,
+            policy_version: self.policy_version,
+            // An unreadable value reads as the most cautious one.
+            risk: serde_json::from_value(Value::String(self.risk)).unwrap_or(Risk::Critical),
+            rule: self.rule,
+            reason: self.reason,
+            caller: serde_json::from_str(&self.caller).unwrap_or_default(),
+            session: self.session,
+            created_ms: self.created_ms,
+            expires_ms: self.expires_ms,
+            status: ApprovalStatus::parse(&self.status).unwrap_or(ApprovalStatus::Expired),
+            decided_ms: self.decided_ms,
+            decided_by: self.decided_by,
+            decision_reason: self.decision_reason,
+            rule_id: self.rule_id,
+            waiting: false,
+        }
+    }
+}
+
+/// Inserts a pending request; returns its id.
+pub(super) async fn insert_request(
+    pool: &SqlitePool,
+    r: &ApprovalRequest,
+) -> Result<i64, ApprovalError> {
+    let caller = serde_json::to_string(&r.caller).unwrap_or_default();
+    let risk = super::rules::risk_str(r.risk);
+    let (id,): (i64,) = sqlx::query_as(
+        "INSERT INTO approval_requests (call_id, tool, args, args_hash, policy_version, risk, rule, \
+         reason, caller, session, created_ms, expires_ms, status) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending') RETURNING id",
+    )
+    .bind(r.call_id)
+    .bind(&r.tool)
+    .bind(crate::canonical::canonical_json(&r.args))
+    .bind(&r.args_hash)
+    .bind(r.policy_version)
+    .bind(risk)
+    .bind(&r.rule)
+    .bind(&r.reason)
+    .bind(caller)
+    .bind(&r.session)
+    .bind(r.created_ms)
+    .bind(r.expires_ms)
+    .fetch_one(pool)
+    .await?;
+    Ok(id)
+}
+
+/// How a request was closed.
+#[derive(Debug, Clone)]
+pub(super) struct Closing {
+    pub(super) status: ApprovalStatus,
+    pub(super) at_ms: i64,
+    pub(super) by: Option<String>,
+    pub(super) reason: Option<String>,
+}
+
+/// Closes a pending request; `false` if it was no longer pending.
+pub(super) async fn close_request(
+    conn: &mut SqliteConnection,
+    id: i64,
+    c: &Closing,
+) -> Result<bool, ApprovalError> {
+    let r = sqlx::query(
+        "UPDATE approval_requests SET status = ?, decided_ms = ?, decided_by = ?, \
+         decision_reason = ? WHERE id = ? AND status = 'pending'",
+    )
+    .bind(c.status.as_str())
+    .bind(c.at_ms)
+    .bind(&c.by)
+    .bind(&c.reason)
+    .bind(id)
+    .execute(conn)
+    .await?;
+    Ok(r.rows_affected() == 1)
+}
+
+/// Links a request to the remembered rule its decision created.
+pub(super) async fn set_request_rule(
+    conn: &mut SqliteConnection,
+    id: i64,
+    rule_id: i64,
+) -> Result<(), ApprovalError> {
+    sqlx::query("UPDATE approval_requests SET rule_id = ? WHERE id = ?")
+        .bind(rule_id)
+        .bind(id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// One request by id.
+pub(super) async fn get_request(
+    pool: &SqlitePool,
+    id: i64,
+) -> Result<Option<ApprovalRequest>, ApprovalError> {
+    let row: Option<RequestRow> = sqlx::query_as("SELECT * FROM approval_requests WHERE id = ?")
+        .bind(id)
+        .fetch_optional(pool)
+        .await?;
+    Ok(row.map(RequestRow::into_request))
+}
+
+/// Every pending request, oldest first.
+pub(super) async fn pending_requests(
+    pool: &SqlitePool,
+) -> Result<Vec<ApprovalRequest>, ApprovalError> {
+    let rows: Vec<RequestRow> =
+        sqlx::query_as("SELECT * FROM approval_requests WHERE status = 'pending' ORDER BY id")
+            .fetch_all(pool)
+            .await?;
+    Ok(rows.into_iter().map(RequestRow::into_request).collect())
+}
+
+/// The newest `limit` requests in any state, newest first.
+pub(super) async fn recent_requests(
+    pool: &SqlitePool,
+    limit: i64,
+) -> Result<Vec<ApprovalRequest>, ApprovalError> {
+    let rows: Vec<RequestRow> =
+        sqlx::query_as("SELECT * FROM approval_requests ORDER BY id DESC LIMIT ?")
+            .bind(limit)
+            .fetch_all(pool)
+            .await?;
+    Ok(rows.into_iter().map(RequestRow::into_request).collect())
+}
+
+/// What a remembered rule does to calls in its scope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleEffect {
+    /// Run without asking.
+    Allow,
+    /// Refuse, as a person's denial.
+    Deny,
+}
+
+impl RuleEffect {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Deny => "deny",
+        }
+    }
+}
+
+/// A remembered decision, as listed by `toolgate rules`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RememberedRule {
+    /// The id people type (`toolgate rules rm 3`).
+    pub id: i64,
+    /// Allow or deny.
+    pub effect: RuleEffect,
+    /// What it covers.
+    pub scope: ScopeDef,
+    /// The same in SCOPE syntax.
+    pub scope_text: String,
+    /// Why (a deny reason is passed to the agent).
+    pub reason: Option<String>,
+    /// Unix ms.
+    pub created_ms: i64,
+    /// Who made it.
+    pub created_by: Option<String>,
+    /// The request it was made from.
+    pub from_request: Option<i64>,
+    /// Unix ms after which it no longer applies; `None` = until revoked.
+    pub expires_ms: Option<i64>,
+    /// When it was revoked.
+    pub revoked_ms: Option<i64>,
+}
+
+impl RememberedRule {
+    /// Whether it applies at `now_ms`.
+    pub fn is_active(&self, now_ms: i64) -> bool {
+        self.revoked_ms.is_none() && self.expires_ms.is_none_or(|e| now_ms < e)
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct RuleRow {
+    id: i64,
+    effect: String,
+    scope: String,
+    scope_text: String,
+    reason: Option<String>,
+    created_ms: i64,
+    created_by: Option<String>,
+    from_request: Option<i64>,
+    expires_ms: Option<i64>,
+    revoked_ms: Option<i64>,
+}
+
+impl RuleRow {
+    fn into_rule(self) -> Option<RememberedRule> {
+        let effect = match self.effect.as_str() {
+            "allow" => RuleEffect::Allow,
+            "deny" => RuleEffect::Deny,
+            _ => return None,
+        };
+        Some(RememberedRule {
+            id: self.id,
+            effect,
+            scope: serde_json::from_str(&self.scope).ok()?,
+            scope_text: self.scope_text,
+            reason: self.reason,
+            created_ms: self.created_ms,
+            created_by: self.created_by,
+            from_request: self.from_request,
+            expires_ms: self.expires_ms,
+            revoked_ms: self.revoked_ms,
+        })
+    }
+}
+
+/// Inserts a rule; returns it with its id.
+pub(super) async fn insert_rule(
+    conn: &mut SqliteConnection,
+    mut rule: RememberedRule,
+) -> Result<RememberedRule, ApprovalError> {
+    let scope =
+        serde_json::to_string(&rule.scope).map_err(|e| ApprovalError::Store(e.to_string()))?;
+    let (id,): (i64,) = sqlx::query_as(
+        "INSERT INTO approval_rules (effect, scope, scope_text, reason, created_ms, created_by, \
+         from_request, expires_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+    )
+    .bind(rule.effect.as_str())
+    .bind(scope)
+    .bind(&rule.scope_text)
+    .bind(&rule.reason)
+    .bind(rule.created_ms)
+    .bind(&rule.created_by)
+    .bind(rule.from_request)
+    .bind(rule.expires_ms)
+    .fetch_one(conn)
+    .await?;
+    rule.id = id;
+    Ok(rule)
+}
+
+/// Rules not revoked (expired ones included: listing shows them as such).
+pub(super) async fn unrevoked_rules(
+    pool: &SqlitePool,
+) -> Result<Vec<RememberedRule>, ApprovalError> {
+    let rows: Vec<RuleRow> =
+        sqlx::query_as("SELECT * FROM approval_rules WHERE revoked_ms IS NULL ORDER BY id")
+            .fetch_all(pool)
+            .await?;
+    Ok(rows.into_iter().filter_map(RuleRow::into_rule).collect())
+}
+
+/// One rule by id, revoked or not.
+pub(super) async fn get_rule(
+    pool: &SqlitePool,
+    id: i64,
+) -> Result<Option<RememberedRule>, ApprovalError> {
+    let row: Option<RuleRow> = sqlx::query_as("SELECT * FROM approval_rules WHERE id = ?")
+        .bind(id)
+        .fetch_optional(pool)
+        .await?;
+    Ok(row.and_then(RuleRow::into_rule))
+}
+
+/// Rewrites the editable fields of a rule that is not revoked.
+pub(super) async fn update_rule(
+    pool: &SqlitePool,
+    r: &RememberedRule,
+) -> Result<bool, ApprovalError> {
+    let res = sqlx::query(
+        "UPDATE approval_rules SET effect = ?, reason = ?, expires_ms = ?, revoked_ms = ? \
+         WHERE id = ? AND revoked_ms IS NULL",
+    )
+    .bind(r.effect.as_str())
+    .bind(&r.reason)
+    .bind(r.expires_ms)
+    .bind(r.revoked_ms)
+    .bind(r.id)
+    .execute(pool)
+    .await?;
+    Ok(res.rows_affected() == 1)
+}
