@@ -26,9 +26,15 @@ use toolgate::daemon::{Daemon, ServeOptions};
 use toolgate::mcp::ServerOptions;
 use toolgate::tool::{JsonObject, ToolDef, ToolName, ToolResult};
 
-const WARMUP: usize = 2_000;
-const LATENCY_CALLS: usize = 20_000;
-const THROUGHPUT_CALLS: usize = 40_000;
+/// Full sizes under `cargo bench`; a quick smoke run under `cargo test`
+/// (which runs bench targets without `--bench`).
+fn sizes() -> (usize, usize, usize) {
+    if std::env::args().any(|a| a == "--bench") {
+        (2_000, 20_000, 40_000)
+    } else {
+        (20, 200, 640)
+    }
+}
 
 struct Line {
     rd: BufReader<tokio::net::unix::OwnedReadHalf>,
@@ -141,14 +147,15 @@ fn pct(sorted: &[Duration], p: f64) -> Duration {
 }
 
 async fn latency(socket: &Path) -> (Duration, Duration) {
+    let (warmup, calls, _) = sizes();
     let mut c = Line::connect(socket).await;
-    for i in 0..WARMUP {
+    for i in 0..warmup {
         c.call(i).await;
     }
-    let mut t = Vec::with_capacity(LATENCY_CALLS);
-    for i in 0..LATENCY_CALLS {
+    let mut t = Vec::with_capacity(calls);
+    for i in 0..calls {
         let s = Instant::now();
-        c.call(WARMUP + i).await;
+        c.call(warmup + i).await;
         t.push(s.elapsed());
     }
     t.sort_unstable();
@@ -156,7 +163,7 @@ async fn latency(socket: &Path) -> (Duration, Duration) {
 }
 
 async fn throughput(socket: &Path, clients: usize) -> f64 {
-    let per = THROUGHPUT_CALLS / clients;
+    let per = sizes().2 / clients;
     let mut conns = Vec::new();
     for _ in 0..clients {
         conns.push(Line::connect(socket).await);
@@ -219,8 +226,9 @@ fn main() {
             tokio::task::yield_now().await;
         }
 
+        let (warmup, latency_calls, throughput_calls) = sizes();
         println!(
-            "tools/call over a Unix socket, {LATENCY_CALLS} sequential calls after {WARMUP} warm-up"
+            "tools/call over a Unix socket, {latency_calls} sequential calls after {warmup} warm-up"
         );
         println!("{:<44} {:>10} {:>10}", "", "p50", "p99");
         let (p50, p99) = latency(&tg).await;
@@ -239,7 +247,7 @@ fn main() {
         );
         println!("ratio toolgate / rmcp p50: {:.2}", us(p50) / us(r50));
         println!();
-        println!("throughput, {THROUGHPUT_CALLS} calls split over N clients (calls/s)");
+        println!("throughput, {throughput_calls} calls split over N clients (calls/s)");
         println!("{:<44} {:>10} {:>10} {:>10}", "", "1", "8", "64");
         let row = |name: &str, v: [f64; 3]| {
             println!("{name:<44} {:>10.0} {:>10.0} {:>10.0}", v[0], v[1], v[2])

@@ -145,7 +145,13 @@ async fn toolgate_round(
 }
 
 async fn toolgate_engine(audit: Option<AuditLog>, pins: PinStore) -> (Engine, Upstreams) {
-    let mut b = Engine::builder(Config::default());
+    // The benchmark measures the path, not a person: let external tools run.
+    let config = Config::parse(
+        "[policy]\npreset = \"autonomous\"\n",
+        std::path::Path::new("bench.toml"),
+    )
+    .unwrap_or_else(|e| panic!("config: {e}"));
+    let mut b = Engine::builder(config);
     if let Some(a) = audit {
         b = b.audit(a);
     }

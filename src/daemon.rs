@@ -11,13 +11,18 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::approval::{ApprovalOptions, Approvals};
 use crate::audit::{AuditError, AuditLog};
 use crate::config::Config;
-use crate::events::Event;
+use crate::config::servers::ServerSpec;
+use crate::config::watch::{ConfigWatcher, Overrides, ReloadStatus};
+use crate::events::{Event, EventBus};
 use crate::mcp::http::{HttpEndpoint, new_token};
 use crate::mcp::{McpServer, Role, ServerOptions};
+use crate::secrets::{KeyringStore, referenced_names, resolve_spec};
 use crate::setup::{self, Env, SetupError};
 use crate::socket::{AgentSocket, SocketError};
+use crate::upstream::{PinStore, UpstreamOptions, Upstreams};
 
 /// Where the daemon puts things.
 #[derive(Debug, Clone)]
@@ -77,6 +82,15 @@ pub enum DaemonError {
     /// The socket could not be bound.
     #[error(transparent)]
     Socket(#[from] SocketError),
+    /// The approval queue could not be opened.
+    #[error(transparent)]
+    Approvals(#[from] crate::approval::ApprovalError),
+    /// The pin store could not be opened.
+    #[error(transparent)]
+    Pins(#[from] crate::upstream::PinError),
+    /// The config watcher could not start.
+    #[error("cannot watch the config file: {0}")]
+    Watch(String),
     /// The HTTP endpoint could not be bound or its token file written.
     #[error("HTTP endpoint ({}): {source}", .path.display())]
     Http {
@@ -91,6 +105,8 @@ pub enum DaemonError {
 #[derive(Debug)]
 pub struct Daemon {
     server: McpServer,
+    upstreams: Upstreams,
+    watcher: Option<ConfigWatcher>,
     socket: AgentSocket,
     control: AgentSocket,
     http: Option<(HttpEndpoint, String, PathBuf)>,
@@ -123,9 +139,17 @@ impl Daemon {
             Ok(_) => {}
             Err(e) => tracing::warn!("{e}"),
         }
+        let events = EventBus::new();
+        let approvals = Approvals::open(&audit, events.clone(), ApprovalOptions::default()).await?;
+        let servers = config.servers.clone();
         let a2 = audit.clone();
-        let engine = setup::engine_with(config, &Env::from_process(), |b| b.audit(a2))?;
+        let engine = setup::engine_with(config, &Env::from_process(), |b| {
+            b.events(events).audit(a2).approvals(approvals)
+        })?;
         follow_events(&engine, &audit);
+        let pins = PinStore::open(audit.pool().clone()).await?;
+        let upstreams = Upstreams::new(engine.clone(), pins, UpstreamOptions::default());
+        upstreams.apply(resolve_secrets(servers).await).await;
         let socket = AgentSocket::bind(&opts.socket)?;
         let control = AgentSocket::bind(&opts.control_socket())?;
         let http = match opts.http_port {
@@ -133,7 +157,9 @@ impl Daemon {
             None => None,
         };
         Ok(Self {
-            server: McpServer::new(engine, limits),
+            server: McpServer::new(engine, limits).with_upstreams(upstreams.clone()),
+            upstreams,
+            watcher: None,
             socket,
             control,
             http,
@@ -144,6 +170,48 @@ impl Daemon {
     /// The agent socket path.
     pub fn socket_path(&self) -> &std::path::Path {
         self.socket.path()
+    }
+
+    /// Watches `path` and applies every valid edit: upstream servers are
+    /// added, removed or restarted, and the policy is swapped (pending
+    /// approvals are re-checked under the new version). Pipeline limits
+    /// and the allowlist apply from the next start. `overrides` re-applies
+    /// command-line settings to each reloaded config.
+    ///
+    /// # Errors
+    /// The watcher could not start.
+    pub fn watch_config(
+        &mut self,
+        path: &std::path::Path,
+        initial: Config,
+        overrides: Overrides,
+    ) -> Result<(), DaemonError> {
+        let watcher = ConfigWatcher::start(path, initial, overrides)
+            .map_err(|e| DaemonError::Watch(e.to_string()))?;
+        let mut configs = watcher.config();
+        let mut status = watcher.status();
+        let (engine, upstreams) = (self.server.engine().clone(), self.upstreams.clone());
+        tokio::spawn(async move {
+            while configs.changed().await.is_ok() {
+                let config = configs.borrow_and_update().clone();
+                engine.policy().swap(config.policy.clone());
+                upstreams
+                    .apply(resolve_secrets(config.servers.clone()).await)
+                    .await;
+                tracing::info!("config reloaded");
+            }
+        });
+        tokio::spawn(async move {
+            while status.changed().await.is_ok() {
+                if let ReloadStatus::Rejected { error, .. } = &*status.borrow_and_update() {
+                    tracing::error!(
+                        "config edit rejected, the previous config stays in force: {error}"
+                    );
+                }
+            }
+        });
+        self.watcher = Some(watcher);
+        Ok(())
     }
 
     /// The HTTP endpoint's URL and token, if it is on.
@@ -174,8 +242,40 @@ impl Daemon {
             self.control.serve(control, shutdown.clone()),
             http
         );
+        self.upstreams.shutdown().await;
+        drop(self.watcher);
         self.audit.flush().await;
     }
+}
+
+/// Resolves `keyring:NAME` references of every server. The keychain is
+/// asked on a blocking thread (D-Bus); a server whose secrets cannot be read
+/// is left out with an error naming it and the secret, never the value.
+async fn resolve_secrets(servers: Vec<ServerSpec>) -> Vec<ServerSpec> {
+    if servers.iter().all(|s| referenced_names(s).is_empty()) {
+        return servers;
+    }
+    let resolved = tokio::task::spawn_blocking(move || {
+        let store = match KeyringStore::new() {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!("cannot open the keychain ({e}); servers that use keyring: secrets are not started");
+                return servers.into_iter().filter(|s| referenced_names(s).is_empty()).collect();
+            }
+        };
+        servers
+            .into_iter()
+            .filter_map(|s| match resolve_spec(&s, &store) {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    tracing::error!("server `{}` not started: {e}", s.name);
+                    None
+                }
+            })
+            .collect()
+    })
+    .await;
+    resolved.unwrap_or_default()
 }
 
 /// Binds the HTTP endpoint and writes its URL and token to `file` (0600).

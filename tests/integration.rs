@@ -1,6 +1,7 @@
 //! Engine integration tests: one binary, one module per area, real parts
 //! (real files, real sockets, real child processes), no mocks.
 
+mod approval;
 mod bridge;
 mod common;
 mod http;

@@ -334,11 +334,35 @@ async fn gate_mode_runs_the_pipeline_around_a_tool_the_agent_runs() {
     assert_eq!(rep["result"]["content"][0]["text"], "found 3");
     assert_eq!(rep["result"]["isError"], false);
 
-    let denied = agent
-        .request(5, "toolgate/gate", json!({"name": "wipe", "arguments": {}}))
+    // A critical agent tool waits for a person, like any other tool.
+    let mut events = d.engine.subscribe();
+    agent
+        .send_json(json!({"jsonrpc": "2.0", "id": 5, "method": "toolgate/gate",
+                          "params": {"name": "wipe", "arguments": {}}}))
         .await;
+    let id = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            if let Ok(toolgate::events::Event::ApprovalRequested { id, .. }) = events.recv().await {
+                return id;
+            }
+        }
+    })
+    .await
+    .expect("approval requested");
+    d.engine
+        .approvals()
+        .unwrap()
+        .deny(id, Some("never".into()))
+        .await
+        .unwrap();
+    let denied = loop {
+        let v = agent.recv().await.expect("gate reply");
+        if v["id"] == 5 {
+            break v;
+        }
+    };
     assert_eq!(denied["result"]["decision"], "deny");
-    assert_eq!(denied["result"]["error"]["kind"], "needs_approval");
+    assert_eq!(denied["result"]["error"]["kind"], "denied");
 
     let bad = agent
         .request(

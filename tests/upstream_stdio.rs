@@ -149,9 +149,15 @@ async fn a_killed_child_fails_its_call_with_connection_and_is_restarted() {
     // A child that exits mid-call by itself: same class, same recovery.
     let err = h.call("crashy__crash", json!({})).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
-    h.ready("crashy", 8, UP).await;
-    let st = h.up.status("crashy").expect("status");
-    assert!(st.restarts >= 2, "{st:?}");
+    // Wait for the second restart itself: right after the crash the status
+    // can still read Ready from before it.
+    let up2 = h.up.clone();
+    wait_for(UP, "a second restart", || {
+        up2.status("crashy")
+            .is_some_and(|s| s.state == ServerState::Ready && s.restarts >= 2)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: {:?}", h.up.status("crashy")));
     let log = h.up.stderr("crashy").unwrap_or_default();
     assert!(
         log.iter().any(|l| l.contains("crashing on purpose")),

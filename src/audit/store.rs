@@ -253,49 +253,78 @@ async fn writer(mut conn: SqliteConnection, mut rx: mpsc::Receiver<Job>) {
 }
 
 async fn write_batch(conn: &mut SqliteConnection, batch: &[Job]) -> Result<(), sqlx::Error> {
+    let calls: Vec<&CallRecord> = batch
+        .iter()
+        .filter_map(|j| match j {
+            Job::Call(r, _) => Some(&**r),
+            _ => None,
+        })
+        .collect();
+    let events: Vec<&Job> = batch
+        .iter()
+        .filter(|j| matches!(j, Job::Event { .. }))
+        .collect();
+    // One row alone needs no transaction: an autocommit INSERT is one round
+    // trip to SQLite instead of three, which is most of a lone call's cost.
+    if events.is_empty() && calls.len() == 1 {
+        return insert_calls(conn, &calls).await;
+    }
     let mut tx = conn.begin().await?;
-    for job in batch {
-        match job {
-            Job::Call(r, _) => insert_call(&mut tx, r).await?,
-            Job::Event { ts_ms, kind, body } => {
-                sqlx::query("INSERT INTO events (ts_ms, kind, body) VALUES (?, ?, ?)")
-                    .bind(ts_ms)
-                    .bind(kind)
-                    .bind(body)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            Job::Flush(_) => {}
+    for chunk in calls.chunks(ROWS_PER_INSERT) {
+        insert_calls(&mut tx, chunk).await?;
+    }
+    for job in events {
+        if let Job::Event { ts_ms, kind, body } = job {
+            sqlx::query("INSERT INTO events (ts_ms, kind, body) VALUES (?, ?, ?)")
+                .bind(ts_ms)
+                .bind(kind)
+                .bind(body)
+                .execute(&mut *tx)
+                .await?;
         }
     }
     tx.commit().await
 }
 
-async fn insert_call(conn: &mut SqliteConnection, r: &CallRecord) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "INSERT INTO calls (ts_ms, call_id, session, caller, tool, args, args_hash, decision, outcome, \
-         error_kind, error_message, stages, notes, output_size, output_digest, elapsed_us) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    )
-    .bind(r.ts_ms)
-    .bind(r.call_id)
-    .bind(&r.session)
-    .bind(&r.caller)
-    .bind(&r.tool)
-    .bind(&r.args)
-    .bind(&r.args_hash)
-    .bind(r.decision)
-    .bind(r.outcome)
-    .bind(&r.error_kind)
-    .bind(&r.error_message)
-    .bind(&r.stages)
-    .bind(&r.notes)
-    .bind(r.output_size)
-    .bind(&r.output_digest)
-    .bind(r.elapsed_us)
-    .execute(conn)
-    .await
-    .map(|_| ())
+/// Rows per multi-row INSERT: 16 parameters each, well under SQLite's
+/// 32,766-parameter limit.
+const ROWS_PER_INSERT: usize = 128;
+
+const CALL_COLUMNS: &str = "INSERT INTO calls (ts_ms, call_id, session, caller, tool, args, args_hash, decision, \
+     outcome, error_kind, error_message, stages, notes, output_size, output_digest, elapsed_us) VALUES ";
+
+/// Inserts `rows` with one statement (one round trip for the whole group).
+async fn insert_calls(
+    conn: &mut SqliteConnection,
+    rows: &[&CallRecord],
+) -> Result<(), sqlx::Error> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let tuple = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    let sql = format!("{CALL_COLUMNS}{}", vec![tuple; rows.len()].join(", "));
+    // Built only from the constants above and a row count: no input text.
+    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+    for r in rows {
+        q = q
+            .bind(r.ts_ms)
+            .bind(r.call_id)
+            .bind(&r.session)
+            .bind(&r.caller)
+            .bind(&r.tool)
+            .bind(&r.args)
+            .bind(&r.args_hash)
+            .bind(r.decision)
+            .bind(r.outcome)
+            .bind(&r.error_kind)
+            .bind(&r.error_message)
+            .bind(&r.stages)
+            .bind(&r.notes)
+            .bind(r.output_size)
+            .bind(&r.output_digest)
+            .bind(r.elapsed_us);
+    }
+    q.execute(conn).await.map(drop)
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! via `toolgate mcp-bridge`, or streamable HTTP), with toolgate's gate-mode
 //! extensions. See `docs/agent-protocol.md` for the wire contract.
 
+mod control;
 pub mod convert;
 pub mod frame;
 mod gate;

@@ -127,6 +127,7 @@ pub struct McpServer {
     engine: Engine,
     opts: Arc<ServerOptions>,
     role: Role,
+    upstreams: Option<crate::upstream::Upstreams>,
 }
 
 impl McpServer {
@@ -136,7 +137,14 @@ impl McpServer {
             engine,
             opts: Arc::new(opts),
             role: Role::Agent,
+            upstreams: None,
         }
+    }
+
+    /// Lets the control role show upstream servers and approve pins.
+    pub fn with_upstreams(mut self, upstreams: crate::upstream::Upstreams) -> Self {
+        self.upstreams = Some(upstreams);
+        self
     }
 
     /// The same server in another role.
@@ -299,21 +307,8 @@ impl McpServer {
                 }
                 Err(e) => Err(e),
             },
-            "toolgate/tools" if self.role == Role::Control => {
-                serde_json::to_value(self.engine.tools())
-                    .map(|t| json!({"tools": t}))
-                    .map_err(|e| (super::jsonrpc::INTERNAL_ERROR, e.to_string()))
-            }
-            "toolgate/breakers" if self.role == Role::Control => {
-                Ok(json!({"breakers": self.engine.breaker().snapshot()}))
-            }
-            "toolgate/breakers/reset" if self.role == Role::Control => {
-                let tool = params
-                    .as_ref()
-                    .and_then(|p| p.get("tool"))
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                Ok(json!({"reset": self.engine.breaker().reset(tool)}))
+            m if self.role == Role::Control && super::control::is_control(m) => {
+                super::control::handle(&self.engine, self.upstreams.as_ref(), m, params).await
             }
             "toolgate/register" => gate::register(&self.engine, conn, params),
             "toolgate/gate" => gate::gate(&self.engine, conn, params).await,

@@ -13,6 +13,49 @@ use toolgate::client::ControlClient;
 
 use crate::{Cli, config, serve_options};
 
+/// One control call, printed: the `key` list as a table of its fields (or
+/// JSON), or the whole reply as JSON.
+pub(crate) async fn control(
+    cli: &Cli,
+    method: &str,
+    params: Value,
+    key: &str,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let path = serve_options(cli).control_socket();
+    let mut c = ControlClient::connect(&path).await.with_context(|| {
+        format!(
+            "no daemon answers on {}; start `toolgate serve`",
+            path.display()
+        )
+    })?;
+    let r = c.request(method, params).await?;
+    let shown = if key.is_empty() { &r } else { &r[key] };
+    let mut out = std::io::stdout().lock();
+    if json || !shown.is_array() {
+        serde_json::to_writer_pretty(&mut out, shown)?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rows = shown.as_array().map(Vec::as_slice).unwrap_or_default();
+    if rows.is_empty() {
+        writeln!(out, "(none)")?;
+    }
+    for row in rows {
+        let fields: Vec<String> = row
+            .as_object()
+            .map(|o| {
+                o.iter()
+                    .filter(|(_, v)| !v.is_null() && !v.is_object() && !v.is_array())
+                    .map(|(k, v)| format!("{k}={}", v.to_string().trim_matches('"')))
+                    .collect()
+            })
+            .unwrap_or_default();
+        writeln!(out, "{}", fields.join("  "))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub(crate) async fn breakers(
     cli: &Cli,
     reset: Option<&str>,

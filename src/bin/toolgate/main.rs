@@ -86,6 +86,53 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List calls waiting for a person's decision.
+    Approvals {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve a waiting call.
+    Approve {
+        /// The request id from `toolgate approvals`.
+        id: i64,
+        /// Also allow matching future calls: `tool`, `caller`, or
+        /// `args:/path=GLOB` (see docs/policy.md).
+        #[arg(long, value_name = "SCOPE")]
+        always: Option<String>,
+    },
+    /// Deny a waiting call.
+    Deny {
+        /// The request id from `toolgate approvals`.
+        id: i64,
+        /// Told to the agent.
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Remembered "always allow/deny" decisions.
+    Rules {
+        /// Revoke this rule instead of listing.
+        #[arg(long, value_name = "ID")]
+        rm: Option<i64>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Upstream MCP servers of the running daemon.
+    Servers {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Pinned upstream tool definitions; quarantined ones wait for approval.
+    Pins {
+        /// Approve the changed definition of this tool.
+        #[arg(long, value_name = "TOOL")]
+        approve: Option<String>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print another MCP client's servers as `[[servers]]` TOML to stdout.
     Import {
         #[command(subcommand)]
@@ -149,6 +196,83 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Call { tool, args, json } => calls::call(&cli, tool, args, *json).await,
         Command::Breakers { reset, json } => inspect::breakers(&cli, reset.as_deref(), *json).await,
         Command::Audit { tail, limit, json } => inspect::audit(&cli, *tail, *limit, *json).await,
+        Command::Approvals { json } => {
+            inspect::control(
+                &cli,
+                "toolgate/approvals",
+                serde_json::json!({}),
+                "pending",
+                *json,
+            )
+            .await
+        }
+        Command::Approve { id, always } => {
+            inspect::control(
+                &cli,
+                "toolgate/approve",
+                serde_json::json!({"id": id, "always": always}),
+                "",
+                true,
+            )
+            .await
+        }
+        Command::Deny { id, reason } => {
+            inspect::control(
+                &cli,
+                "toolgate/deny",
+                serde_json::json!({"id": id, "reason": reason}),
+                "",
+                true,
+            )
+            .await
+        }
+        Command::Rules { rm: Some(id), .. } => {
+            inspect::control(
+                &cli,
+                "toolgate/rules/rm",
+                serde_json::json!({"id": id}),
+                "",
+                true,
+            )
+            .await
+        }
+        Command::Rules { rm: None, json } => {
+            inspect::control(
+                &cli,
+                "toolgate/rules",
+                serde_json::json!({}),
+                "rules",
+                *json,
+            )
+            .await
+        }
+        Command::Servers { json } => {
+            inspect::control(
+                &cli,
+                "toolgate/servers",
+                serde_json::json!({}),
+                "servers",
+                *json,
+            )
+            .await
+        }
+        Command::Pins {
+            approve: Some(name),
+            ..
+        } => {
+            inspect::control(
+                &cli,
+                "toolgate/pins/approve",
+                serde_json::json!({"name": name}),
+                "",
+                true,
+            )
+            .await
+        }
+        Command::Pins {
+            approve: None,
+            json,
+        } => inspect::control(&cli, "toolgate/pins", serde_json::json!({}), "pins", *json).await,
         Command::Import { .. } | Command::Secret { .. } => {
             Ok(config_cmd::run(&cli.command)?.unwrap_or(ExitCode::SUCCESS))
         }

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
+use toolgate::config::watch::Overrides;
 use toolgate::daemon::Daemon;
 
 use crate::{Cli, config, serve_options};
@@ -19,7 +20,19 @@ pub(crate) async fn serve(cli: &Cli, http_port: Option<u16>) -> anyhow::Result<E
     // Handlers are installed before the ready line, so a supervisor that
     // signals right after reading it gets a clean shutdown.
     let signals = Signals::install().context("cannot install signal handlers")?;
-    let daemon = Daemon::start(config, &opts).await?;
+    let mut daemon = Daemon::start(config.clone(), &opts).await?;
+    if let Some(path) = cli
+        .config
+        .clone()
+        .or_else(toolgate::paths::default_config_file)
+    {
+        let (roots, strict) = (cli.roots.clone(), config.strict);
+        let overrides: Overrides = Box::new(move |c| {
+            c.builtin.roots.extend(roots.iter().cloned());
+            c.strict |= strict;
+        });
+        daemon.watch_config(&path, config, overrides)?;
+    }
     // Whoever started us may close our stdout after the ready line; that
     // must never take the daemon down (println! would panic).
     let mut out = std::io::stdout().lock();
