@@ -257,3 +257,144 @@ async fn the_cli_talks_to_the_running_daemon() {
             .success()
     );
 }
+
+/// A config with a file root, written to `dir/config.toml`.
+fn config_with_root(dir: &std::path::Path, extra: &str) -> std::path::PathBuf {
+    let root = dir.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let text = format!(
+        "[builtin]\nroots = [{:?}]\n{extra}",
+        root.display().to_string()
+    );
+    std::fs::write(dir.join("config.toml"), text).unwrap();
+    root
+}
+
+#[tokio::test]
+async fn a_person_approves_and_denies_from_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = config_with_root(dir.path(), "");
+    let (mut daemon, _) = serve(dir.path()).await;
+    let mut agent = crate::common::daemon::Raw::connect(&dir.path().join("agent.sock")).await;
+    agent.initialize().await;
+    agent
+        .send_json(
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "shell_exec", "arguments": {"command": "echo from-the-cli"}}}),
+        )
+        .await;
+    // The request is visible to `toolgate approvals` once the daemon queued
+    // it; poll the other process with a bounded deadline.
+    let started = std::time::Instant::now();
+    let id = loop {
+        let (code, out, err) = run_cli(dir.path(), &["approvals", "--json"]).await;
+        assert_eq!(code, 0, "{err}");
+        let pending: Value = serde_json::from_str(&out).unwrap();
+        if let Some(id) = pending[0]["id"].as_i64() {
+            assert_eq!(pending[0]["tool"], "shell_exec");
+            break id;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no approval request appeared"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let (code, _, err) = run_cli(dir.path(), &["approve", &id.to_string()]).await;
+    assert_eq!(code, 0, "{err}");
+    let reply = agent.recv().await.unwrap();
+    assert_eq!(reply["result"]["isError"], false, "{reply}");
+    assert!(
+        reply["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("from-the-cli")
+    );
+
+    // And a denial with a reason.
+    let marker = root.join("nope");
+    agent
+        .send_json(serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "shell_exec", "arguments": {"command": format!("touch {}", marker.display())}}}))
+        .await;
+    let started = std::time::Instant::now();
+    let id = loop {
+        let (_, out, _) = run_cli(dir.path(), &["approvals", "--json"]).await;
+        let pending: Value = serde_json::from_str(&out).unwrap();
+        if let Some(id) = pending[0]["id"].as_i64() {
+            break id;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no approval request appeared"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let (code, _, err) = run_cli(
+        dir.path(),
+        &["deny", &id.to_string(), "--reason", "not now"],
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let reply = agent.recv().await.unwrap();
+    assert_eq!(reply["result"]["_meta"]["toolgate/error"]["kind"], "denied");
+    assert!(
+        reply["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("not now")
+    );
+    assert!(!marker.exists());
+
+    let (code, out, _) = run_cli(dir.path(), &["servers", "--json"]).await;
+    assert_eq!(
+        (code, out.trim()),
+        (0, "[]"),
+        "no upstream servers configured"
+    );
+    let (code, out, _) = run_cli(dir.path(), &["pins", "--json"]).await;
+    assert_eq!((code, out.trim()), (0, "[]"));
+    let pid = rustix::process::Pid::from_raw(daemon.id().unwrap() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    assert!(
+        tokio::time::timeout(Duration::from_secs(20), daemon.wait())
+            .await
+            .unwrap()
+            .unwrap()
+            .success()
+    );
+}
+
+#[tokio::test]
+async fn every_answered_call_survives_kill_9() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = config_with_root(dir.path(), "");
+    std::fs::write(root.join("a.txt"), "x").unwrap();
+    let (mut daemon, _) = serve(dir.path()).await;
+    let mut agent = crate::common::daemon::Raw::connect(&dir.path().join("agent.sock")).await;
+    agent.initialize().await;
+    let mut answered = 0;
+    for i in 0..50 {
+        let r = agent
+            .call(
+                i + 1,
+                "fs_read",
+                serde_json::json!({"path": "a.txt", "max_bytes": 100 + i}),
+            )
+            .await;
+        assert_eq!(r["result"]["isError"], false);
+        answered += 1;
+    }
+    daemon.start_kill().unwrap(); // SIGKILL: no shutdown, no flush
+    daemon.wait().await.unwrap();
+    let log = toolgate::audit::AuditLog::open(&dir.path().join("data/audit.db"))
+        .await
+        .unwrap();
+    let rows = log.recent_calls(1000).await.unwrap();
+    assert_eq!(
+        rows.iter()
+            .filter(|r| r.tool == "fs_read" && r.outcome == "ok")
+            .count(),
+        answered
+    );
+}
