@@ -86,6 +86,17 @@ async fn the_bridge_says_clearly_when_no_daemon_runs() {
     );
 }
 
+/// Signals the daemon and asserts it exits cleanly.
+async fn stop(daemon: &mut tokio::process::Child, signal: rustix::process::Signal) {
+    let pid = rustix::process::Pid::from_raw(daemon.id().unwrap() as i32).unwrap();
+    rustix::process::kill_process(pid, signal).unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(20), daemon.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+}
+
 /// Starts `toolgate serve` and waits for its ready line.
 async fn serve(dir: &std::path::Path) -> (tokio::process::Child, String) {
     let mut child = Command::new(TOOLGATE)
@@ -247,15 +258,7 @@ async fn the_cli_talks_to_the_running_daemon() {
         "went through the daemon"
     );
 
-    let pid = rustix::process::Pid::from_raw(daemon.id().unwrap() as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
-    assert!(
-        tokio::time::timeout(Duration::from_secs(20), daemon.wait())
-            .await
-            .unwrap()
-            .unwrap()
-            .success()
-    );
+    stop(&mut daemon, rustix::process::Signal::INT).await;
 }
 
 /// A config with a file root, written to `dir/config.toml`.
@@ -354,15 +357,7 @@ async fn a_person_approves_and_denies_from_the_cli() {
     );
     let (code, out, _) = run_cli(dir.path(), &["pins", "--json"]).await;
     assert_eq!((code, out.trim()), (0, "[]"));
-    let pid = rustix::process::Pid::from_raw(daemon.id().unwrap() as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
-    assert!(
-        tokio::time::timeout(Duration::from_secs(20), daemon.wait())
-            .await
-            .unwrap()
-            .unwrap()
-            .success()
-    );
+    stop(&mut daemon, rustix::process::Signal::TERM).await;
 }
 
 #[tokio::test]

@@ -17,6 +17,21 @@ use toolgate::tool::ToolResult;
 use crate::common::daemon::{Raw, TestDaemon};
 use crate::common::{obj, register};
 
+/// Registers `slow`, a tool that answers `answer` once the returned
+/// `Notify` is notified.
+fn register_slow(d: &TestDaemon, answer: &'static str) -> Arc<Notify> {
+    let release = Arc::new(Notify::new());
+    let r2 = release.clone();
+    register(&d.engine, "slow", json!({"type": "object"}), move |_| {
+        let r = r2.clone();
+        async move {
+            r.notified().await;
+            Ok(ToolResult::text(answer))
+        }
+    });
+    release
+}
+
 #[derive(Clone)]
 struct Watcher(mpsc::UnboundedSender<()>);
 
@@ -187,15 +202,7 @@ async fn an_oversized_frame_is_refused_and_the_next_one_served() {
 #[tokio::test]
 async fn a_client_that_leaves_mid_call_affects_nobody_and_its_call_is_audited() {
     let d = TestDaemon::start("").await;
-    let release = Arc::new(Notify::new());
-    let r2 = release.clone();
-    register(&d.engine, "slow", json!({"type": "object"}), move |_| {
-        let r = r2.clone();
-        async move {
-            r.notified().await;
-            Ok(ToolResult::text("done"))
-        }
-    });
+    let release = register_slow(&d, "done");
     let mut leaver = d.raw().await;
     leaver.initialize().await;
     leaver
@@ -474,15 +481,7 @@ async fn peers_with_another_uid_are_refused() {
 #[tokio::test]
 async fn shutdown_finishes_in_flight_calls_and_removes_the_socket() {
     let d = TestDaemon::start("").await;
-    let release = Arc::new(Notify::new());
-    let r2 = release.clone();
-    register(&d.engine, "slow", json!({"type": "object"}), move |_| {
-        let r = r2.clone();
-        async move {
-            r.notified().await;
-            Ok(ToolResult::text("finished"))
-        }
-    });
+    let release = register_slow(&d, "finished");
     let mut c = d.raw().await;
     c.initialize().await;
     c.send_json(
