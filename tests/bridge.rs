@@ -393,3 +393,44 @@ async fn every_answered_call_survives_kill_9() {
         answered
     );
 }
+
+#[tokio::test]
+async fn editing_the_config_adds_an_upstream_server_to_the_running_daemon() {
+    let dir = tempfile::tempdir().unwrap();
+    config_with_root(dir.path(), "[policy]\npreset = \"autonomous\"\n");
+    let (mut daemon, _) = serve(dir.path()).await;
+    let (_, out, _) = run_cli(dir.path(), &["tools", "--json"]).await;
+    assert!(!out.contains("py__add"));
+
+    let server = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/py_server.py");
+    let extra = format!(
+        "[policy]\npreset = \"autonomous\"\n\n[[servers]]\nname = \"py\"\ntransport = \"stdio\"\ncommand = \"python3\"\nargs = [{server:?}]\n"
+    );
+    // Rewrite the file in place while the daemon runs.
+    config_with_root(dir.path(), &extra);
+    let started = std::time::Instant::now();
+    let status = loop {
+        let (_, out, _) = run_cli(dir.path(), &["servers", "--json"]).await;
+        let servers: Value = serde_json::from_str(&out).unwrap_or_default();
+        if servers[0]["state"] == "ready" {
+            break servers[0].clone();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "server never became ready: {out}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(status["server"], "py");
+    let (code, out, err) = run_cli(
+        dir.path(),
+        &["call", "py__add", "--args", r#"{"a": 2, "b": "40"}"#],
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("42"), "{out}");
+    let (code, out, _) = run_cli(dir.path(), &["pins", "--json"]).await;
+    assert_eq!(code, 0);
+    assert!(out.contains("py__add"), "first sight pins the tool: {out}");
+    stop(&mut daemon, rustix::process::Signal::TERM).await;
+}
