@@ -199,6 +199,40 @@ impl Rule {
     }
 }
 
+/// A per-name memo of dangerous-table lookups. Cloning yields an empty
+/// memo, so a config built from another with a different table (struct
+/// update syntax) never reads stale entries.
+#[derive(Debug, Default)]
+pub struct TableCache(std::sync::Mutex<std::collections::HashMap<String, Option<usize>>>);
+
+impl Clone for TableCache {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl TableCache {
+    fn get(&self, name: &str) -> Option<Option<usize>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(name)
+            .copied()
+    }
+
+    fn put(&self, name: &str, hit: Option<usize>) {
+        let mut map = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Tool names are bounded in practice; stay bounded regardless.
+        if map.len() >= 65_536 {
+            map.clear();
+        }
+        map.insert(name.to_owned(), hit);
+    }
+}
+
 /// Matches a caller. Every field set must match; unset fields match all.
 #[derive(Debug, Clone, Default)]
 pub struct CallerMatch {
@@ -263,6 +297,8 @@ pub struct PolicyConfig {
     pub default_rules: Vec<Rule>,
     /// The dangerous-name table (empty with `default_rules = false`).
     pub risk_table: Vec<(GlobMatcher, String, Risk)>,
+    /// Per-name results of `risk_table`; see `table_hit`.
+    pub table_cache: TableCache,
     /// Per-caller profiles, first match wins.
     pub callers: Vec<CallerPolicy>,
     /// Where relative paths in arguments are resolved (the first project
@@ -308,6 +344,7 @@ impl PolicyConfig {
             rules: Vec::new(),
             default_rules: super::defaults::default_rules(&project_dirs),
             risk_table: super::defaults::risk_table(),
+            table_cache: TableCache::default(),
             callers: Vec::new(),
             project_dirs,
         }
@@ -451,6 +488,24 @@ impl PolicyConfig {
         (r, None, why)
     }
 
+    /// Index of the highest-risk table entry matching `name` (the first of
+    /// equals), cached per name: the table has dozens of globs and depends
+    /// only on the name, while every call of the tool asks again.
+    fn table_hit(&self, name: &str) -> Option<usize> {
+        if let Some(hit) = self.table_cache.get(name) {
+            return hit;
+        }
+        let mut best: Option<(usize, Risk)> = None;
+        for (i, (glob, _, r)) in self.risk_table.iter().enumerate() {
+            if best.is_none_or(|(_, b)| *r > b) && glob.is_match(name) {
+                best = Some((i, *r));
+            }
+        }
+        let hit = best.map(|(i, _)| i);
+        self.table_cache.put(name, hit);
+        hit
+    }
+
     fn base_risk(&self, tool: &ToolDef) -> (Risk, String) {
         let name = tool.name.as_str();
         if let Some(r) = self.risk.get(name) {
@@ -461,14 +516,15 @@ impl PolicyConfig {
         }
         let mut risk = tool.risk;
         let mut why = format!("`{name}` declares {} risk", risk_str(risk));
-        for (glob, text, r) in &self.risk_table {
-            if *r > risk && glob.is_match(name) {
-                risk = *r;
-                why = format!(
-                    "`{name}` is {} risk by the dangerous-tool table (`{text}`)",
-                    risk_str(risk)
-                );
-            }
+        if let Some(i) = self.table_hit(name)
+            && let Some((_, text, r)) = self.risk_table.get(i)
+            && *r > risk
+        {
+            risk = *r;
+            why = format!(
+                "`{name}` is {} risk by the dangerous-tool table (`{text}`)",
+                risk_str(risk)
+            );
         }
         // A built-in's declared risk already accounts for its own hints
         // (fs_write overwrites, yet is medium inside the roots).

@@ -100,6 +100,14 @@ impl Track {
     /// Records a call and returns its (repeat, ping-pong) counts.
     fn record(&mut self, key: u64, window: Duration, now: Instant) -> (u32, u32) {
         self.max_window = self.max_window.max(window);
+        if self.keys.len() >= MAX_KEYS && !self.keys.contains_key(&key) {
+            // A session making very many distinct calls: forget the calls
+            // seen once (they are no loop yet) so memory stays bounded.
+            self.keys.retain(|_, k| {
+                k.times.retain(|t| within(*t, now, k.window));
+                k.times.len() > 1
+            });
+        }
         let entry = self.keys.entry(key).or_insert_with(|| KeyTrack {
             window,
             times: VecDeque::new(),
@@ -115,17 +123,25 @@ impl Track {
     /// Length of the alternating tail `… A B A B` inside `window`, or 0
     /// when it is shorter than 4.
     fn ping_pong(&self, now: Instant, window: Duration) -> u32 {
-        let recent: Vec<u64> = self
+        // Walks back from the newest call only as far as the alternation
+        // lasts: no allocation, usually two or three steps.
+        let mut recent = self
             .tail
             .iter()
             .rev()
             .take_while(|(t, _)| within(*t, now, window))
-            .map(|(_, k)| *k)
-            .collect();
-        let run = match recent.as_slice() {
-            [a, b, ..] if a != b => 2 + recent.windows(3).take_while(|w| w[2] == w[0]).count(),
-            _ => 0,
+            .map(|(_, k)| *k);
+        let (Some(a), Some(b)) = (recent.next(), recent.next()) else {
+            return 0;
         };
+        if a == b {
+            return 0;
+        }
+        let expect = [a, b];
+        let run = 2 + recent
+            .enumerate()
+            .take_while(|(i, k)| *k == expect[i % 2])
+            .count();
         if run >= 4 { count(run) } else { 0 }
     }
 
@@ -147,6 +163,9 @@ impl Track {
         self.tail = VecDeque::new();
     }
 }
+
+/// Distinct calls remembered per session before single calls are dropped.
+const MAX_KEYS: usize = 4096;
 
 fn within(at: Instant, now: Instant, window: Duration) -> bool {
     now.duration_since(at) < window
