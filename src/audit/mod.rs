@@ -1,6 +1,6 @@
 //! The audit log: every call and every event that matters, in SQLite.
 //!
-//! One writer task owns one connection and commits in groups: whatever rows
+//! One writer thread owns one connection and commits in groups: whatever rows
 //! are queued when it wakes go into one transaction (up to
 //! [`MAX_BATCH`]), which is what lets the log keep up with many concurrent
 //! calls (STACK.md §5: ≈12k rows/s batched vs ≈3.7k/s one per commit).
