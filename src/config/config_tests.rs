@@ -130,3 +130,12 @@ fn builtin_roots_expand_home() {
     assert_eq!(c.builtin.roots[1], PathBuf::from("/srv"));
     assert!(c.builtin.allow_local);
 }
+
+#[test]
+fn policy_and_risk_are_per_tool_only() {
+    let e = parse("[pipeline]\npolicy = \"allow\"\nrisk = \"low\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("pipeline.policy: only per tool"), "{e}");
+    assert!(e.contains("pipeline.risk: only per tool"), "{e}");
+}

@@ -155,6 +155,14 @@ impl Config {
     /// [`ConfigError::Invalid`] listing every problem.
     pub fn from_raw(raw: RawConfig, path: Option<PathBuf>) -> Result<Self, ConfigError> {
         let mut problems = Vec::new();
+        for (key, set) in [
+            ("policy", raw.pipeline.policy.is_some()),
+            ("risk", raw.pipeline.risk.is_some()),
+        ] {
+            if set {
+                problems.push(format!("pipeline.{key}: only per tool, in [tools.NAME]"));
+            }
+        }
         let defaults = merge_limits(
             &ToolSettings::default(),
             &raw.pipeline,
@@ -169,12 +177,7 @@ impl Config {
             }
             per_tool.insert(
                 name.clone(),
-                merge_limits(
-                    &defaults,
-                    &o.limits(),
-                    &format!("tools.{name}"),
-                    &mut problems,
-                ),
+                merge_limits(&defaults, o, &format!("tools.{name}"), &mut problems),
             );
         }
         let builtin = builtin_config(&raw, &mut problems);

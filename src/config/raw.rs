@@ -59,43 +59,15 @@ pub struct RawLimits {
     pub breaker: Option<RawBreaker>,
     /// Loop guard.
     pub loop_guard: Option<RawLoopGuard>,
-}
-
-/// Per-tool overrides (`[tools.NAME]`): the limits plus policy.
-#[derive(Debug, Default, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "snake_case")]
-pub struct RawToolOverride {
-    /// One attempt's limit.
-    pub timeout_ms: Option<u64>,
-    /// The whole call's limit, retries included.
-    pub deadline_ms: Option<u64>,
-    /// Largest output passed on.
-    pub max_output_bytes: Option<usize>,
-    /// Retry.
-    pub retry: Option<RawRetry>,
-    /// Circuit breaker.
-    pub breaker: Option<RawBreaker>,
-    /// Loop guard.
-    pub loop_guard: Option<RawLoopGuard>,
-    /// Fixed verdict for this tool.
+    /// Fixed verdict for this tool (`[tools.NAME]` only).
     pub policy: Option<Verdict>,
-    /// Risk override.
+    /// Risk override (`[tools.NAME]` only).
     pub risk: Option<Risk>,
 }
 
-impl RawToolOverride {
-    /// The limits part.
-    pub fn limits(&self) -> RawLimits {
-        RawLimits {
-            timeout_ms: self.timeout_ms,
-            deadline_ms: self.deadline_ms,
-            max_output_bytes: self.max_output_bytes,
-            retry: self.retry.clone(),
-            breaker: self.breaker.clone(),
-            loop_guard: self.loop_guard.clone(),
-        }
-    }
-}
+/// Per-tool overrides (`[tools.NAME]`): the same table as `[pipeline]`,
+/// where `policy` and `risk` are also allowed.
+pub type RawToolOverride = RawLimits;
 
 /// `[pipeline.retry]`.
 #[derive(Debug, Default, Clone, Deserialize, JsonSchema)]
