@@ -29,7 +29,6 @@ use toolgate::audit::AuditLog;
 use toolgate::config::Config;
 use toolgate::config::servers::{ServerSpec, TransportSpec};
 use toolgate::context::{Caller, Session};
-use toolgate::tool::Trust;
 use toolgate::upstream::{PinStore, ServerState, UpstreamOptions, Upstreams};
 
 const SERVE: &str = "TOOLGATE_BENCH_SERVE";
@@ -160,22 +159,15 @@ async fn toolgate_engine(audit: Option<AuditLog>, pins: PinStore) -> (Engine, Up
     let exe = std::env::current_exe()
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let spec = ServerSpec {
-        name: "bench".into(),
-        enabled: true,
-        trust: Trust::External,
-        timeout: None,
-        max_retries: None,
-        breaker_failure_threshold: None,
-        breaker_cooldown: None,
-        auth: None,
-        transport: TransportSpec::Stdio {
+    let spec = ServerSpec::new(
+        "bench",
+        TransportSpec::Stdio {
             command: exe,
             args: vec![],
             env: [(SERVE.to_owned(), "1".to_owned())].into_iter().collect(),
             cwd: None,
         },
-    };
+    );
     up.apply(vec![spec]).await;
     let deadline = Instant::now() + Duration::from_secs(30);
     while up

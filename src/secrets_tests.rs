@@ -1,7 +1,6 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::tool::Trust;
 
 fn name(n: &str) -> SecretName {
     SecretName::new(n).unwrap()
@@ -17,15 +16,8 @@ fn store_with(pairs: &[(&str, &str)]) -> MemoryStore {
 
 fn spec(transport: TransportSpec, auth: Option<AuthSpec>) -> ServerSpec {
     ServerSpec {
-        name: "s".into(),
-        enabled: true,
-        trust: Trust::External,
-        timeout: None,
-        max_retries: None,
-        breaker_failure_threshold: None,
-        breaker_cooldown: None,
         auth,
-        transport,
+        ..ServerSpec::new("s", transport)
     }
 }
 

@@ -14,7 +14,7 @@ use toolgate::audit::AuditLog;
 use toolgate::config::Config;
 use toolgate::config::servers::{ServerSpec, TransportSpec};
 use toolgate::context::{Caller, Session};
-use toolgate::tool::{ToolResult, Trust};
+use toolgate::tool::ToolResult;
 use toolgate::upstream::{PinStore, ServerState, UpstreamOptions, Upstreams};
 use toolgate::{CallError, Engine};
 
@@ -144,17 +144,7 @@ pub(crate) fn py_server() -> String {
 
 /// A server spec with default limits.
 pub(crate) fn spec(name: &str, transport: TransportSpec) -> ServerSpec {
-    ServerSpec {
-        name: name.to_owned(),
-        enabled: true,
-        trust: Trust::External,
-        timeout: None,
-        max_retries: None,
-        breaker_failure_threshold: None,
-        breaker_cooldown: None,
-        auth: None,
-        transport,
-    }
+    ServerSpec::new(name, transport)
 }
 
 /// A stdio transport.

@@ -401,6 +401,24 @@ pub struct ServerSpec {
     pub transport: TransportSpec,
 }
 
+impl ServerSpec {
+    /// An enabled, `external` server with no overrides and no auth: what a
+    /// `[[servers]]` entry with only a name and a transport validates to.
+    pub fn new(name: impl Into<String>, transport: TransportSpec) -> Self {
+        Self {
+            name: name.into(),
+            enabled: true,
+            trust: Trust::External,
+            timeout: None,
+            max_retries: None,
+            breaker_failure_threshold: None,
+            breaker_cooldown: None,
+            auth: None,
+            transport,
+        }
+    }
+}
+
 /// Why a server name is not usable as a tool-name prefix.
 ///
 /// # Errors

@@ -414,19 +414,9 @@ fn every_problem_is_listed_at_once() {
 
 #[test]
 fn debug_redacts_literal_values_but_shows_references() {
-    let spec = ServerSpec {
-        name: "s".into(),
-        enabled: true,
-        trust: Trust::External,
-        timeout: None,
-        max_retries: None,
-        breaker_failure_threshold: None,
-        breaker_cooldown: None,
-        auth: Some(AuthSpec::Basic {
-            username: "me".into(),
-            password: "hunter2".into(),
-        }),
-        transport: TransportSpec::Sse {
+    let mut spec = ServerSpec::new(
+        "s",
+        TransportSpec::Sse {
             url: "http://h/sse".into(),
             headers: [
                 ("X-Token".to_owned(), "s3cr3t".to_owned()),
@@ -434,7 +424,11 @@ fn debug_redacts_literal_values_but_shows_references() {
             ]
             .into(),
         },
-    };
+    );
+    spec.auth = Some(AuthSpec::Basic {
+        username: "me".into(),
+        password: "hunter2".into(),
+    });
     let dbg = format!("{spec:?}");
     assert!(!dbg.contains("hunter2") && !dbg.contains("s3cr3t"), "{dbg}");
     assert!(

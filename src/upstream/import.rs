@@ -221,26 +221,18 @@ pub(crate) fn server_settings(defaults: &ToolSettings, spec: &ServerSpec) -> Opt
 mod tests {
     use super::*;
     use crate::config::servers::TransportSpec;
-    use crate::tool::Trust;
     use std::time::Duration;
 
     fn spec() -> ServerSpec {
-        ServerSpec {
-            name: "s".into(),
-            enabled: true,
-            trust: Trust::External,
-            timeout: None,
-            max_retries: None,
-            breaker_failure_threshold: None,
-            breaker_cooldown: None,
-            auth: None,
-            transport: TransportSpec::Stdio {
+        ServerSpec::new(
+            "s",
+            TransportSpec::Stdio {
                 command: "x".into(),
                 args: vec![],
                 env: Default::default(),
                 cwd: None,
             },
-        }
+        )
     }
 
     #[test]
