@@ -15,17 +15,15 @@ use sha2::{Digest, Sha256};
 pub fn write_canonical(v: &Value, out: &mut String) {
     match v {
         Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort_unstable();
             out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                // A string key always serialises.
-                let _ = write!(out, "{}", Value::String(k.clone()));
-                out.push(':');
-                write_canonical(&map[k], out);
+            // serde_json's map is sorted unless some crate in the build
+            // turns on `preserve_order`; sort only then.
+            if map.keys().is_sorted() {
+                write_members(map.iter(), out);
+            } else {
+                let mut members: Vec<(&String, &Value)> = map.iter().collect();
+                members.sort_unstable_by_key(|(k, _)| *k);
+                write_members(members.into_iter(), out);
             }
             out.push('}');
         }
@@ -39,9 +37,34 @@ pub fn write_canonical(v: &Value, out: &mut String) {
             }
             out.push(']');
         }
+        Value::String(s) => write_str(s, out),
         scalar => {
             let _ = write!(out, "{scalar}");
         }
+    }
+}
+
+fn write_members<'a>(members: impl Iterator<Item = (&'a String, &'a Value)>, out: &mut String) {
+    for (i, (k, v)) in members.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_str(k, out);
+        out.push(':');
+        write_canonical(v, out);
+    }
+}
+
+/// A JSON string exactly as serde_json writes it. Most keys and values
+/// need no escaping (serde_json escapes only `"`, `\` and control
+/// characters) and are copied as they are.
+fn write_str(s: &str, out: &mut String) {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    } else {
+        let _ = write!(out, "{}", Value::String(s.to_owned()));
     }
 }
 
@@ -101,7 +124,31 @@ mod tests {
         }
     }
 
+    /// Like `arb_json`, with any text in strings and keys: quotes,
+    /// backslashes, control characters, non-ASCII.
+    fn arb_json_any_text() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            any::<f64>().prop_map(|n| json!(n)),
+            any::<String>().prop_map(Value::String),
+            "[\"\\\\\\x00-\\x1f a-z\\u{7f}é]{0,8}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::vec((any::<String>(), inner), 0..4)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
     proptest! {
+        #[test]
+        fn text_is_escaped_exactly_as_serde_json_does(v in arb_json_any_text()) {
+            // serde_json's map is sorted in this build, so its compact
+            // output is the canonical form.
+            prop_assert_eq!(canonical_json(&v), serde_json::to_string(&v).unwrap());
+        }
+
         #[test]
         fn key_order_never_matters(v in arb_json()) {
             prop_assert_eq!(call_hash("t", &v), call_hash("t", &reorder(&v)));

@@ -306,13 +306,12 @@ async fn start_http(
 /// transitions, registry changes, loop-guard levels, approvals) in the
 /// audit log's event table.
 fn follow_events(engine: &crate::Engine, audit: &AuditLog) {
-    let mut rx = engine.subscribe();
+    let mut rx = engine.events().subscribe_notable();
     let audit = audit.clone();
     tokio::spawn(async move {
         loop {
             match rx.recv().await {
-                Ok(e) if worth_keeping(&e) => audit.record_event(&e),
-                Ok(_) => {}
+                Ok(e) => audit.record_event(&e),
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
                     tracing::warn!("audit fell {n} events behind; they are not in the event table");
                 }
@@ -320,14 +319,4 @@ fn follow_events(engine: &crate::Engine, audit: &AuditLog) {
             }
         }
     });
-}
-
-fn worth_keeping(e: &Event) -> bool {
-    !matches!(
-        e,
-        Event::CallReceived { .. }
-            | Event::CallStage { .. }
-            | Event::CallFinished { .. }
-            | Event::CallRetry { .. }
-    )
 }

@@ -295,10 +295,31 @@ mod micros {
     }
 }
 
+impl Event {
+    /// Whether the event traces one call's way through the pipeline
+    /// (received, stage, retry, finished): a live view shows these, the
+    /// audit log has them in the call's own row.
+    pub fn is_call_trace(&self) -> bool {
+        matches!(
+            self,
+            Self::CallReceived { .. }
+                | Self::CallStage { .. }
+                | Self::CallFinished { .. }
+                | Self::CallRetry { .. }
+        )
+    }
+}
+
 /// The engine's event stream. Cloning shares the stream.
+///
+/// Two rings: every event, and the notable ones only (everything except the
+/// per-call trace). The trace is a dozen events per call; a subscriber that
+/// keeps only state changes (the audit log's event table) takes the
+/// notable ring, so a daemon without a live view builds no trace at all.
 #[derive(Debug, Clone)]
 pub struct EventBus {
-    tx: broadcast::Sender<Event>,
+    all: broadcast::Sender<Event>,
+    notable: broadcast::Sender<Event>,
 }
 
 impl EventBus {
@@ -310,29 +331,90 @@ impl EventBus {
     /// A bus with [`Self::CAPACITY`].
     pub fn new() -> Self {
         Self {
-            tx: broadcast::channel(Self::CAPACITY).0,
+            all: broadcast::channel(Self::CAPACITY).0,
+            notable: broadcast::channel(Self::CAPACITY).0,
         }
     }
 
     /// Publishes an event. Cheap when nobody listens.
     pub fn emit(&self, event: Event) {
         // Err only means "no subscribers", which is fine.
-        let _ = self.tx.send(event);
+        if !event.is_call_trace() && self.notable.receiver_count() > 0 {
+            let _ = self.notable.send(event.clone());
+        }
+        let _ = self.all.send(event);
     }
 
-    /// Whether anyone listens; lets hot paths skip building events.
+    /// Whether anyone listens to the per-call trace; lets hot paths skip
+    /// building it.
     pub fn is_watched(&self) -> bool {
-        self.tx.receiver_count() > 0
+        self.all.receiver_count() > 0
     }
 
-    /// A new subscriber that sees events from now on.
+    /// A new subscriber that sees every event from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
-        self.tx.subscribe()
+        self.all.subscribe()
+    }
+
+    /// A new subscriber that sees every event except the per-call trace
+    /// ([`Event::is_call_trace`]) from now on.
+    pub fn subscribe_notable(&self) -> broadcast::Receiver<Event> {
+        self.notable.subscribe()
     }
 }
 
 impl Default for EventBus {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trace() -> Event {
+        Event::CallStage {
+            call_id: 1,
+            stage: StageName::Policy,
+            elapsed: Duration::from_micros(3),
+            note: None,
+        }
+    }
+
+    fn breaker() -> Event {
+        Event::BreakerTransition {
+            tool: ToolName::new("t").unwrap(),
+            from: BreakerState::Closed,
+            to: BreakerState::Open,
+        }
+    }
+
+    #[test]
+    fn a_notable_subscriber_gets_state_changes_and_no_call_trace() {
+        let bus = EventBus::new();
+        let mut notable = bus.subscribe_notable();
+        assert!(!bus.is_watched(), "nobody wants the trace yet");
+        bus.emit(trace());
+        bus.emit(breaker());
+        assert!(matches!(
+            notable.try_recv(),
+            Ok(Event::BreakerTransition { .. })
+        ));
+        assert!(notable.try_recv().is_err());
+    }
+
+    #[test]
+    fn a_full_subscriber_gets_everything_in_order() {
+        let bus = EventBus::new();
+        let mut all = bus.subscribe();
+        assert!(bus.is_watched());
+        bus.emit(trace());
+        bus.emit(breaker());
+        assert!(matches!(all.try_recv(), Ok(Event::CallStage { .. })));
+        assert!(matches!(
+            all.try_recv(),
+            Ok(Event::BreakerTransition { .. })
+        ));
     }
 }

@@ -237,7 +237,6 @@ async fn a_client_that_never_reads_is_dropped_alone() {
         "",
         ServerOptions {
             write_timeout: Duration::from_millis(200),
-            queue: 16,
             ..ServerOptions::default()
         },
     )

@@ -6,17 +6,10 @@ use std::time::Duration;
 
 use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use tokio::sync::{mpsc, oneshot};
 
 use super::record::{CallRecord, CallRow, EventRow};
+use super::writer::Writer;
 use crate::events::Event;
-
-/// Most rows committed in one transaction. Bounds the latency one commit
-/// adds to the calls waiting on it.
-pub const MAX_BATCH: usize = 256;
-
-/// Rows that may wait for the writer before callers feel back-pressure.
-const QUEUE: usize = 8192;
 
 /// Why the audit log failed.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -41,22 +34,20 @@ pub enum AuditError {
     Closed,
 }
 
-enum Job {
-    Call(Box<CallRecord>, oneshot::Sender<Result<(), AuditError>>),
-    Event {
-        ts_ms: i64,
-        kind: String,
-        body: String,
-    },
-    Flush(oneshot::Sender<()>),
-}
-
 /// The audit log. Cloning shares it.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct AuditLog {
-    tx: mpsc::Sender<Job>,
+    writer: Writer,
     pool: SqlitePool,
     path: PathBuf,
+}
+
+impl std::fmt::Debug for AuditLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuditLog")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
 }
 
 impl AuditLog {
@@ -94,14 +85,9 @@ impl AuditLog {
             .run(&pool)
             .await
             .map_err(|e| open_err(&e))?;
-        let conn = open_writer(path).map_err(|e| open_err(&e))?;
-        let (tx, rx) = mpsc::channel(QUEUE);
-        std::thread::Builder::new()
-            .name("toolgate-audit".into())
-            .spawn(move || writer(conn, rx))
-            .map_err(|e| open_err(&e))?;
+        let writer = Writer::start(path).map_err(|e| open_err(&e))?;
         Ok(Self {
-            tx,
+            writer,
             pool,
             path: path.to_owned(),
         })
@@ -118,17 +104,14 @@ impl AuditLog {
         &self.path
     }
 
-    /// Records a call; returns once its row is committed.
+    /// Records a call; returns once its row is committed. A lone call
+    /// commits on its own thread; concurrent ones are committed in groups
+    /// (see [`Writer`](super::writer)).
     ///
     /// # Errors
     /// The write failed or the log is closed.
     pub async fn record_call(&self, rec: CallRecord) -> Result<(), AuditError> {
-        let (ack, done) = oneshot::channel();
-        self.tx
-            .send(Job::Call(Box::new(rec), ack))
-            .await
-            .map_err(|_| AuditError::Closed)?;
-        done.await.map_err(|_| AuditError::Closed)?
+        self.writer.call(rec).await
     }
 
     /// Queues an event row without waiting. Events are a record for people,
@@ -143,22 +126,14 @@ impl AuditLog {
             .and_then(|t| t.as_str())
             .unwrap_or("unknown")
             .to_owned();
-        let job = Job::Event {
-            ts_ms: now_ms(),
-            kind,
-            body: body.to_string(),
-        };
-        if self.tx.try_send(job).is_err() {
+        if !self.writer.event(now_ms(), kind, body.to_string()) {
             tracing::warn!("audit queue full or closed; an event row was dropped");
         }
     }
 
     /// Waits until everything queued so far is committed.
     pub async fn flush(&self) {
-        let (ack, done) = oneshot::channel();
-        if self.tx.send(Job::Flush(ack)).await.is_ok() {
-            let _ = done.await;
-        }
+        self.writer.flush().await;
     }
 
     /// The newest `limit` calls, newest last.
@@ -209,8 +184,13 @@ impl AuditLog {
         let cutoff = now_ms() - i64::try_from(max_age.as_millis()).unwrap_or(i64::MAX);
         let mut n = 0;
         for sql in [
-            "DELETE FROM calls WHERE ts_ms < ?",
-            "DELETE FROM events WHERE ts_ms < ?",
+            // Calls: everything before the first recent row, walking ids
+            // from the oldest; the newest row always stays, so a row id is
+            // never handed out twice (migration 4).
+            "DELETE FROM calls WHERE id < coalesce( \
+                 (SELECT id FROM calls WHERE ts_ms >= ?1 ORDER BY id LIMIT 1), \
+                 (SELECT max(id) FROM calls))",
+            "DELETE FROM events WHERE ts_ms < ?1",
         ] {
             let r = sqlx::query(sql)
                 .bind(cutoff)
@@ -228,91 +208,6 @@ pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
-/// The writer's own connection. rusqlite rather than sqlx here: the writer
-/// is one dedicated thread doing prepared inserts, and sqlx's SQLite driver
-/// would add a worker-thread hop per statement to every call's reply
-/// (measured: about half of a lone call's latency). Reads, migrations and
-/// the other stores stay on the sqlx pool.
-fn open_writer(path: &Path) -> rusqlite::Result<rusqlite::Connection> {
-    let conn = rusqlite::Connection::open(path)?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
-    conn.pragma_update(None, "synchronous", "NORMAL")?;
-    conn.busy_timeout(Duration::from_secs(5))?;
-    Ok(conn)
-}
-
-/// Takes whatever is queued (up to [`MAX_BATCH`]), commits it in one
-/// transaction, then acknowledges every call in it.
-fn writer(mut conn: rusqlite::Connection, mut rx: mpsc::Receiver<Job>) {
-    let mut batch = Vec::with_capacity(MAX_BATCH);
-    while let Some(first) = rx.blocking_recv() {
-        batch.push(first);
-        while batch.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
-            }
-        }
-        let result = write_batch(&mut conn, &batch).map_err(|e| AuditError::Write(e.to_string()));
-        if let Err(e) = &result {
-            tracing::error!("{e}");
-        }
-        for job in batch.drain(..) {
-            match job {
-                Job::Call(_, ack) => {
-                    let _ = ack.send(result.clone());
-                }
-                Job::Flush(ack) => {
-                    let _ = ack.send(());
-                }
-                Job::Event { .. } => {}
-            }
-        }
-    }
-}
-
-const INSERT_CALL: &str = "INSERT INTO calls (ts_ms, call_id, session, caller, tool, args, args_hash, \
-     decision, outcome, error_kind, error_message, stages, notes, output_size, output_digest, elapsed_us) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)";
-
-fn write_batch(conn: &mut rusqlite::Connection, batch: &[Job]) -> rusqlite::Result<()> {
-    let tx = conn.transaction()?;
-    {
-        let mut call = tx.prepare_cached(INSERT_CALL)?;
-        let mut event =
-            tx.prepare_cached("INSERT INTO events (ts_ms, kind, body) VALUES (?1, ?2, ?3)")?;
-        for job in batch {
-            match job {
-                Job::Call(r, _) => {
-                    call.execute(rusqlite::params![
-                        r.ts_ms,
-                        r.call_id,
-                        r.session,
-                        r.caller,
-                        r.tool,
-                        r.args,
-                        r.args_hash,
-                        r.decision,
-                        r.outcome,
-                        r.error_kind,
-                        r.error_message,
-                        r.stages,
-                        r.notes,
-                        r.output_size,
-                        r.output_digest,
-                        r.elapsed_us
-                    ])?;
-                }
-                Job::Event { ts_ms, kind, body } => {
-                    event.execute(rusqlite::params![ts_ms, kind, body])?;
-                }
-                Job::Flush(_) => {}
-            }
-        }
-    }
-    tx.commit()
 }
 
 #[cfg(test)]
@@ -385,6 +280,41 @@ mod tests {
         assert_eq!(log.prune(Duration::from_secs(86_400)).await.unwrap(), 1);
         let rows = log.recent_calls(10).await.unwrap();
         assert_eq!(rows.iter().map(|r| r.call_id).collect::<Vec<_>>(), [2]);
+    }
+
+    #[tokio::test]
+    async fn pruning_everything_keeps_the_newest_row_so_ids_keep_rising() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = AuditLog::open(&dir.path().join("a.db")).await.unwrap();
+        for i in 1..=3 {
+            let mut old = rec(i);
+            old.ts_ms -= 10 * 86_400_000;
+            log.record_call(old).await.unwrap();
+        }
+        assert_eq!(log.prune(Duration::from_secs(86_400)).await.unwrap(), 2);
+        let kept = log.recent_calls(10).await.unwrap();
+        assert_eq!(kept.iter().map(|r| r.call_id).collect::<Vec<_>>(), [3]);
+        log.record_call(rec(4)).await.unwrap();
+        let rows = log.recent_calls(10).await.unwrap();
+        assert!(rows[1].id > kept[0].id, "{rows:?}");
+    }
+
+    #[tokio::test]
+    async fn the_wal_stays_bounded_under_a_long_run_of_lone_calls() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.db");
+        let log = AuditLog::open(&path).await.unwrap();
+        for i in 0..3_000 {
+            log.record_call(rec(i)).await.unwrap();
+        }
+        log.flush().await;
+        // Without checkpoints 3,000 two-page commits make a WAL of about
+        // 24 MiB; checkpoints every 500 rows let SQLite reuse it.
+        let wal = std::fs::metadata(dir.path().join("a.db-wal"))
+            .unwrap()
+            .len();
+        assert!(wal < 8 << 20, "WAL grew to {wal} bytes");
+        assert_eq!(log.recent_calls(5_000).await.unwrap().len(), 3_000);
     }
 
     #[tokio::test]
