@@ -16,7 +16,7 @@ use crate::audit::{AuditError, AuditLog};
 use crate::config::Config;
 use crate::config::servers::ServerSpec;
 use crate::config::watch::{ConfigWatcher, Overrides, ReloadStatus};
-use crate::events::{Event, EventBus};
+use crate::events::EventBus;
 use crate::mcp::http::{HttpEndpoint, new_token};
 use crate::mcp::{McpServer, Role, ServerOptions};
 use crate::secrets::{KeyringStore, referenced_names, resolve_spec};
