@@ -14,8 +14,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
 use toolgate::config::Config;
 use toolgate::daemon::ServeOptions;
+
+/// See the note on `mimalloc` in Cargo.toml.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Governs the tool calls of AI agents.
 #[derive(Parser)]
