@@ -3,6 +3,10 @@
 //! rmcp server (rmcp's own service loop) answering the same call on a Unix
 //! socket, so the figures read as ratios, not absolutes.
 //!
+//! The servers run in this process; the clients run in a child process
+//! (this binary again), as agents do: a blocking client for latency, one
+//! single-threaded tokio loop driving N connections for throughput.
+//!
 //! Run: `cargo bench --bench socket`. Prints a table; no assertions.
 
 // A benchmark binary: printing is its output.
@@ -12,7 +16,9 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,6 +35,18 @@ use toolgate::config::Config;
 use toolgate::daemon::{Daemon, ServeOptions};
 use toolgate::mcp::ServerOptions;
 use toolgate::tool::{JsonObject, ToolDef, ToolName, ToolResult};
+
+/// Set in the child process that plays the clients.
+const CLIENT: &str = "TOOLGATE_BENCH_CLIENT";
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+fn call_line(i: usize) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hi","n":{i}}}}}}}"#
+    )
+}
 
 /// Full sizes under `cargo bench`; a quick smoke run under `cargo test`
 /// (which runs bench targets without `--bench`).
@@ -54,8 +72,8 @@ impl Line {
             wr,
             buf: String::new(),
         };
-        l.rpc(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#).await;
-        l.wr.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+        l.rpc(INITIALIZE).await;
+        l.wr.write_all(format!("{INITIALIZED}\n").as_bytes())
             .await
             .expect("write");
         l
@@ -74,10 +92,43 @@ impl Line {
     }
 
     async fn call(&mut self, i: usize) {
-        let req = format!(
-            r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hi","n":{i}}}}}}}"#
-        );
-        self.rpc(&req).await;
+        self.rpc(&call_line(i)).await;
+    }
+}
+
+/// The same client over a blocking socket, for latency: no runtime between
+/// the client and the kernel.
+struct BlockingLine {
+    rd: std::io::BufReader<std::os::unix::net::UnixStream>,
+    wr: std::os::unix::net::UnixStream,
+    buf: String,
+}
+
+impl BlockingLine {
+    fn connect(p: &Path) -> Self {
+        let s = std::os::unix::net::UnixStream::connect(p).expect("connect");
+        let mut l = Self {
+            rd: std::io::BufReader::new(s.try_clone().expect("clone")),
+            wr: s,
+            buf: String::new(),
+        };
+        l.rpc(INITIALIZE);
+        l.wr.write_all(format!("{INITIALIZED}\n").as_bytes())
+            .expect("write");
+        l
+    }
+
+    fn rpc(&mut self, line: &str) {
+        self.wr
+            .write_all(format!("{line}\n").as_bytes())
+            .expect("write");
+        loop {
+            self.buf.clear();
+            self.rd.read_line(&mut self.buf).expect("read");
+            if self.buf.contains("\"id\"") {
+                return;
+            }
+        }
     }
 }
 
@@ -146,53 +197,126 @@ async fn rmcp_server(path: PathBuf) {
     }
 }
 
+/// The floor: a line echo with no MCP at all. It answers each request
+/// line with a fixed result carrying the request's id, so what it costs is
+/// the socket round trip and tokio's scheduling, nothing else.
+async fn floor_server(path: PathBuf) {
+    let listener = UnixListener::bind(&path).expect("bind");
+    loop {
+        let (s, _) = listener.accept().await.expect("accept");
+        tokio::spawn(async move {
+            let (rd, mut wr) = s.into_split();
+            let mut lines = BufReader::new(rd).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let Some(at) = line.find(r#""id":"#) else {
+                    continue;
+                };
+                let id: String = line[at + 5..]
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect();
+                let reply = format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"hi"}}]}}}}"#
+                );
+                if wr.write_all(format!("{reply}\n").as_bytes()).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
 fn pct(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p) as usize]
 }
 
-/// p50 and p99 of both servers, measured one call each in turn so that
-/// drift in machine load (large on a shared 2-core machine) hits both alike.
-async fn latency(a: &Path, b: &Path) -> [(Duration, Duration); 2] {
+/// Child side of the latency run: one call to each server in turn, so
+/// that drift in machine load (large on a shared 2-core machine) hits all
+/// alike. Prints p50 and p99 in ns for each server.
+fn latency_client(sockets: &[String]) {
     let (warmup, calls, _) = sizes();
-    let mut conns = [Line::connect(a).await, Line::connect(b).await];
-    let mut times = [Vec::with_capacity(calls), Vec::with_capacity(calls)];
+    let mut conns: Vec<_> = sockets
+        .iter()
+        .map(|s| BlockingLine::connect(Path::new(s)))
+        .collect();
+    let mut times = vec![Vec::with_capacity(calls); conns.len()];
     for i in 0..warmup + calls {
         for (c, t) in conns.iter_mut().zip(&mut times) {
             let s = Instant::now();
-            c.call(i).await;
+            c.rpc(&call_line(i));
             if i >= warmup {
                 t.push(s.elapsed());
             }
         }
     }
-    times.map(|mut t| {
+    for mut t in times {
         t.sort_unstable();
-        (pct(&t, 0.5), pct(&t, 0.99))
-    })
+        print!("{} {} ", pct(&t, 0.5).as_nanos(), pct(&t, 0.99).as_nanos());
+    }
 }
 
-async fn throughput(socket: &Path, clients: usize) -> f64 {
+/// Child side of a throughput run: `clients` connections driven by one
+/// thread. Prints calls per second.
+fn throughput_client(socket: &Path, clients: usize) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let per = sizes().2 / clients;
-    let mut conns = Vec::new();
-    for _ in 0..clients {
-        conns.push(Line::connect(socket).await);
-    }
-    let start = Instant::now();
-    let tasks: Vec<_> = conns
-        .into_iter()
-        .enumerate()
-        .map(|(k, mut c)| {
-            tokio::spawn(async move {
-                for i in 0..per {
-                    c.call(k * per + i).await;
-                }
+    let rate = rt.block_on(async {
+        let mut conns = Vec::new();
+        for _ in 0..clients {
+            conns.push(Line::connect(socket).await);
+        }
+        let start = Instant::now();
+        let tasks: Vec<_> = conns
+            .into_iter()
+            .enumerate()
+            .map(|(k, mut c)| {
+                tokio::spawn(async move {
+                    for i in 0..per {
+                        c.call(k * per + i).await;
+                    }
+                })
             })
-        })
-        .collect();
-    for t in tasks {
-        t.await.expect("client");
+            .collect();
+        for t in tasks {
+            t.await.expect("client");
+        }
+        (per * clients) as f64 / start.elapsed().as_secs_f64()
+    });
+    print!("{rate}");
+}
+
+/// Runs this binary as the client process; returns what it printed.
+async fn client(args: &[&str]) -> Vec<f64> {
+    let exe = std::env::current_exe().expect("exe");
+    let mut cmd = Command::new(exe);
+    cmd.env(CLIENT, "1").args(args);
+    if std::env::args().any(|a| a == "--bench") {
+        cmd.arg("--bench");
     }
-    (per * clients) as f64 / start.elapsed().as_secs_f64()
+    let out = tokio::task::spawn_blocking(move || cmd.output())
+        .await
+        .expect("join")
+        .expect("client process");
+    assert!(out.status.success(), "client failed: {out:?}");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(|v| v.parse().expect("number"))
+        .collect()
+}
+
+fn child_main() {
+    let args: Vec<String> = std::env::args().filter(|a| a != "--bench").collect();
+    match args.get(1).map(String::as_str) {
+        Some("latency") => latency_client(&args[2..]),
+        Some("throughput") => {
+            throughput_client(Path::new(&args[2]), args[3].parse().expect("clients"))
+        }
+        other => panic!("unknown client mode {other:?}"),
+    }
+    std::io::stdout().flush().expect("flush");
 }
 
 async fn toolgate_daemon(dir: &Path, audit_dir: &str) -> (PathBuf, CancellationToken) {
@@ -222,6 +346,10 @@ async fn toolgate_daemon(dir: &Path, audit_dir: &str) -> (PathBuf, CancellationT
 }
 
 fn main() {
+    if std::env::var_os(CLIENT).is_some() {
+        child_main();
+        return;
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -231,8 +359,12 @@ fn main() {
         let (tg, stop) = toolgate_daemon(dir.path(), "data").await;
         let rm = dir.path().join("rmcp.sock");
         tokio::spawn(rmcp_server(rm.clone()));
-        while UnixStream::connect(&rm).await.is_err() {
-            tokio::task::yield_now().await;
+        let floor = dir.path().join("floor.sock");
+        tokio::spawn(floor_server(floor.clone()));
+        for s in [&rm, &floor] {
+            while UnixStream::connect(s).await.is_err() {
+                tokio::task::yield_now().await;
+            }
         }
 
         let (warmup, latency_calls, throughput_calls) = sizes();
@@ -240,38 +372,39 @@ fn main() {
             "tools/call over a Unix socket, {latency_calls} sequential calls each after {warmup} warm-up, taking turns"
         );
         println!("{:<44} {:>10} {:>10}", "", "p50", "p99");
-        let [(p50, p99), (r50, r99)] = latency(&tg, &rm).await;
-        println!(
-            "{:<44} {:>8.1}µs {:>8.1}µs",
+        let (tgs, rms, fls) = (
+            tg.to_string_lossy(),
+            rm.to_string_lossy(),
+            floor.to_string_lossy(),
+        );
+        let l = client(&["latency", &tgs, &rms, &fls]).await;
+        let names = [
             "toolgate (full pipeline + audit commit)",
-            us(p50),
-            us(p99)
-        );
-        println!(
-            "{:<44} {:>8.1}µs {:>8.1}µs",
             "rmcp ServerHandler echo (no governance)",
-            us(r50),
-            us(r99)
+            "line echo, no MCP (the floor)",
+        ];
+        for (name, v) in names.iter().zip(l.chunks(2)) {
+            println!("{name:<44} {:>8.1}µs {:>8.1}µs", v[0] / 1e3, v[1] / 1e3);
+        }
+        println!(
+            "p50 ratios: toolgate / rmcp {:.2}, toolgate / floor {:.2}, rmcp / floor {:.2}",
+            l[0] / l[2],
+            l[0] / l[4],
+            l[2] / l[4]
         );
-        println!("ratio toolgate / rmcp p50: {:.2}", us(p50) / us(r50));
         println!();
         println!("throughput, {throughput_calls} calls split over N clients (calls/s)");
         println!("{:<44} {:>10} {:>10} {:>10}", "", "1", "8", "64");
         let row = |name: &str, v: [f64; 3]| {
             println!("{name:<44} {:>10.0} {:>10.0} {:>10.0}", v[0], v[1], v[2])
         };
-        let t = [
-            throughput(&tg, 1).await,
-            throughput(&tg, 8).await,
-            throughput(&tg, 64).await,
-        ];
-        row("toolgate", t);
-        let r = [
-            throughput(&rm, 1).await,
-            throughput(&rm, 8).await,
-            throughput(&rm, 64).await,
-        ];
-        row("rmcp echo", r);
+        for (name, socket) in [("toolgate", &tgs), ("rmcp echo", &rms), ("floor", &fls)] {
+            let mut v = [0.0; 3];
+            for (slot, n) in v.iter_mut().zip(["1", "8", "64"]) {
+                *slot = client(&["throughput", socket, n]).await[0];
+            }
+            row(name, v);
+        }
         stop.cancel();
         let log = toolgate::audit::AuditLog::open(&dir.path().join("data/audit.db"))
             .await
@@ -280,8 +413,4 @@ fn main() {
         println!();
         println!("audit rows committed during the run: {rows}");
     });
-}
-
-fn us(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e6
 }
