@@ -102,7 +102,9 @@ async fn a_killed_child_fails_its_call_with_connection_and_is_restarted() {
     h.ready("crashy", 8, UP).await;
     let first = h.up.status("crashy").and_then(|s| s.pid).expect("pid");
 
-    // A call in flight when the child is killed from outside.
+    // A call in flight when the child is killed from outside. Subscribe
+    // first: the call's events are emitted once, as it starts.
+    let mut events = h.engine.subscribe();
     let engine = h.engine.clone();
     let session = h.session.clone();
     let hung = tokio::spawn(async move {
@@ -111,7 +113,6 @@ async fn a_killed_child_fails_its_call_with_connection_and_is_restarted() {
             .await
             .result
     });
-    let mut events = h.engine.subscribe();
     wait_for(Duration::from_secs(10), "the hang call to start", || {
         std::iter::from_fn(|| events.try_recv().ok())
             .any(|e| matches!(e, Event::CallStage { .. } | Event::CallReceived { .. }))

@@ -1,19 +1,18 @@
 //! The audit log: every call and every event that matters, in SQLite.
 //!
-//! One connection writes. A call that finds it idle commits its own row on
-//! its own thread (no hand-off, the cheapest path for a lone call); calls
-//! that find it busy queue for the writer thread, which commits whatever is
-//! queued in one transaction (up to [`MAX_BATCH`]), which is what lets the
-//! log keep up with many concurrent calls (STACK.md §5: ≈12k rows/s batched
-//! vs ≈3.7k/s one per commit).
-//! [`AuditLog::record_call`] returns only after the row's transaction has
-//! committed, and the engine waits for it before replying, so a reply an
-//! agent saw is never missing after `kill -9`. WAL with `synchronous =
-//! NORMAL` is enough for that: a commit is in the OS page cache before
-//! `COMMIT` returns, and a killed process does not lose the page cache (only
-//! a power cut could lose the last commits).
+//! A call's row is made durable before its reply by appending it to a
+//! journal beside the database (one `write(2)`; see the `spool` module),
+//! and the engine waits for that before replying, so a reply an agent saw
+//! is never missing after `kill -9`: the bytes are in the OS page cache,
+//! which a killed process does not lose (only a power cut could lose the
+//! last rows, as with SQLite's WAL at `synchronous = NORMAL`). A writer
+//! thread moves rows into SQLite in groups of up to [`MAX_BATCH`] per
+//! transaction (STACK.md §5: ≈12k rows/s batched vs ≈3.7k/s one per
+//! commit) and empties the journal once everything in it is committed; the
+//! next start recovers what a killed process left there.
 
 mod record;
+mod spool;
 mod store;
 mod writer;
 

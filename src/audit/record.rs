@@ -1,5 +1,7 @@
 //! Rows of the audit log and how they are made from a finished call.
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -13,8 +15,9 @@ use crate::tool::JsonObject;
 /// Text stored in place of a secret argument.
 pub(crate) const REDACTED: &str = "[redacted]";
 
-/// One call, ready to insert.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One call, ready to insert. Serializable because it is journaled (see
+/// the `spool` module) before it reaches SQLite.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct CallRecord {
     /// Arrival, unix ms.
     pub ts_ms: i64,
@@ -31,9 +34,9 @@ pub struct CallRecord {
     /// Hash of tool + unredacted canonical arguments.
     pub args_hash: String,
     /// `allowed` (the tool ran) or `refused`.
-    pub decision: &'static str,
+    pub decision: Cow<'static, str>,
     /// `ok`, `tool_error` or `error`.
-    pub outcome: &'static str,
+    pub outcome: Cow<'static, str>,
     /// Error class.
     pub error_kind: Option<String>,
     /// Error message as the agent saw it.
@@ -91,8 +94,8 @@ impl CallRecord {
             tool: tool.to_owned(),
             args: canonical_json(&shown),
             args_hash: call_hash(tool, args),
-            decision: if ran { "allowed" } else { "refused" },
-            outcome,
+            decision: Cow::Borrowed(if ran { "allowed" } else { "refused" }),
+            outcome: Cow::Borrowed(outcome),
             error_kind,
             error_message,
             stages: timings_json(&reply.trace),

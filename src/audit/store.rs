@@ -32,6 +32,9 @@ pub enum AuditError {
     /// The writer has stopped (shutdown).
     #[error("audit log is closed")]
     Closed,
+    /// Another process writes this audit log; this handle only reads.
+    #[error("audit log is written by another toolgate process; this one may only read it")]
+    ReadOnly,
 }
 
 /// The audit log. Cloning shares it.
@@ -104,9 +107,9 @@ impl AuditLog {
         &self.path
     }
 
-    /// Records a call; returns once its row is committed. A lone call
-    /// commits on its own thread; concurrent ones are committed in groups
-    /// (see [`Writer`](super::writer)).
+    /// Records a call; returns once its row is durable (journaled, see
+    /// [`spool`](super::spool)); it is in SQLite a moment later, and
+    /// every read through this handle waits for that.
     ///
     /// # Errors
     /// The write failed or the log is closed.
@@ -141,6 +144,7 @@ impl AuditLog {
     /// # Errors
     /// The query failed.
     pub async fn recent_calls(&self, limit: i64) -> Result<Vec<CallRow>, AuditError> {
+        self.flush().await;
         let mut rows: Vec<CallRow> = sqlx::query_as("SELECT * FROM calls ORDER BY id DESC LIMIT ?")
             .bind(limit)
             .fetch_all(&self.pool)
@@ -155,6 +159,7 @@ impl AuditLog {
     /// # Errors
     /// The query failed.
     pub async fn calls_after(&self, id: i64, limit: i64) -> Result<Vec<CallRow>, AuditError> {
+        self.flush().await;
         sqlx::query_as("SELECT * FROM calls WHERE id > ? ORDER BY id LIMIT ?")
             .bind(id)
             .bind(limit)
@@ -168,6 +173,7 @@ impl AuditLog {
     /// # Errors
     /// The query failed.
     pub async fn events_after(&self, id: i64, limit: i64) -> Result<Vec<EventRow>, AuditError> {
+        self.flush().await;
         sqlx::query_as("SELECT * FROM events WHERE id > ? ORDER BY id LIMIT ?")
             .bind(id)
             .bind(limit)
@@ -181,6 +187,7 @@ impl AuditLog {
     /// # Errors
     /// The delete failed.
     pub async fn prune(&self, max_age: Duration) -> Result<u64, AuditError> {
+        self.flush().await;
         let cutoff = now_ms() - i64::try_from(max_age.as_millis()).unwrap_or(i64::MAX);
         let mut n = 0;
         for sql in [
@@ -223,8 +230,8 @@ mod tests {
             tool: "t".into(),
             args: "{}".into(),
             args_hash: "h".into(),
-            decision: "allowed",
-            outcome: "ok",
+            decision: "allowed".into(),
+            outcome: "ok".into(),
             error_kind: None,
             error_message: None,
             stages: "[]".into(),
@@ -253,7 +260,7 @@ mod tests {
         let mut ids: Vec<i64> = rows.iter().map(|r| r.call_id).collect();
         ids.sort_unstable();
         assert_eq!(ids, (0..500).collect::<Vec<_>>());
-        // A second handle on the same file sees every row: they are on disk.
+        // A second (read-only) handle on the same file sees every row.
         let other = AuditLog::open(&dir.path().join("a.db")).await.unwrap();
         assert_eq!(other.recent_calls(1000).await.unwrap().len(), 500);
     }
@@ -300,21 +307,72 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_wal_stays_bounded_under_a_long_run_of_lone_calls() {
+    async fn the_wal_and_the_journal_stay_bounded_under_a_long_run_of_calls() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.db");
         let log = AuditLog::open(&path).await.unwrap();
-        for i in 0..3_000 {
+        for i in 0..6_000 {
             log.record_call(rec(i)).await.unwrap();
         }
-        log.flush().await;
-        // Without checkpoints 3,000 two-page commits make a WAL of about
-        // 24 MiB; checkpoints every 500 rows let SQLite reuse it.
-        let wal = std::fs::metadata(dir.path().join("a.db-wal"))
-            .unwrap()
-            .len();
-        assert!(wal < 8 << 20, "WAL grew to {wal} bytes");
-        assert_eq!(log.recent_calls(5_000).await.unwrap().len(), 3_000);
+        assert_eq!(log.recent_calls(10_000).await.unwrap().len(), 6_000);
+        // Without checkpoints the WAL would hold 6,000 commits' pages, and
+        // without emptying the journal would hold all 6,000 rows (~2.5 MB).
+        let size = |name: &str| std::fs::metadata(dir.path().join(name)).unwrap().len();
+        assert!(
+            size("a.db-wal") < 8 << 20,
+            "WAL grew to {}",
+            size("a.db-wal")
+        );
+        assert!(
+            size("a.db-calls.jsonl") < 3 << 19,
+            "journal grew to {}",
+            size("a.db-calls.jsonl")
+        );
+    }
+
+    #[tokio::test]
+    async fn rows_a_killed_process_left_in_the_journal_are_recovered_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.db");
+        let log = AuditLog::open(&path).await.unwrap();
+        log.record_call(rec(1)).await.unwrap();
+        let first = log.recent_calls(10).await.unwrap();
+        drop(log);
+        // What a process killed mid-stream leaves: a row already in SQLite
+        // (its journal was not emptied yet), two that are not, and a torn
+        // last line whose write never finished (its reply never went out).
+        let id = first[0].id;
+        let mut journal = String::new();
+        for (i, call_id) in [(id, 1), (id + 1, 2), (id + 2, 3)] {
+            journal += &serde_json::to_string(&(i, rec(call_id))).unwrap();
+            journal.push('\n');
+        }
+        journal += r#"[99,{"ts_ms":"#;
+        std::fs::write(dir.path().join("a.db-calls.jsonl"), journal).unwrap();
+
+        let log = AuditLog::open(&path).await.unwrap();
+        let ids = |rows: Vec<CallRow>| rows.iter().map(|r| r.call_id).collect::<Vec<_>>();
+        assert_eq!(ids(log.recent_calls(10).await.unwrap()), [1, 2, 3]);
+        log.record_call(rec(4)).await.unwrap();
+        let rows = log.recent_calls(10).await.unwrap();
+        assert_eq!(rows.last().map(|r| (r.id, r.call_id)), Some((id + 3, 4)));
+        let journal = std::fs::read_to_string(dir.path().join("a.db-calls.jsonl")).unwrap();
+        assert_eq!(journal.lines().count(), 1, "only the new row is journaled");
+    }
+
+    #[tokio::test]
+    async fn a_second_handle_on_a_journaled_log_only_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.db");
+        let owner = AuditLog::open(&path).await.unwrap();
+        owner.record_call(rec(1)).await.unwrap();
+        owner.flush().await;
+        let other = AuditLog::open(&path).await.unwrap();
+        assert!(matches!(
+            other.record_call(rec(2)).await,
+            Err(AuditError::ReadOnly)
+        ));
+        assert_eq!(other.recent_calls(10).await.unwrap().len(), 1);
     }
 
     #[tokio::test]

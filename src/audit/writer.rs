@@ -1,228 +1,227 @@
-//! The audit log's one writing connection: calls commit inline when it is
-//! idle, a writer thread commits in groups when it is not, and WAL
-//! checkpoints run off every call's path.
+//! The audit log's writing side: calls are journaled on the caller's
+//! thread (one `write(2)`, see [`spool`](super::spool)) and a writer thread
+//! moves them into SQLite in groups, with the events.
 //!
 //! rusqlite rather than sqlx here: writing is prepared inserts on one
-//! connection, and sqlx's SQLite driver would add a worker-thread hop per
-//! statement to every call's reply (measured: about half of a lone call's
-//! latency). Reads, migrations and the other stores stay on the sqlx pool.
+//! connection, and sqlx's SQLite driver adds a worker-thread hop per
+//! statement. Reads, migrations and the other stores stay on the sqlx pool.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 
 use super::record::CallRecord;
+use super::spool::{Opened, Spool};
 use super::store::AuditError;
 
-/// Most rows committed in one transaction. Bounds the latency one commit
-/// adds to the calls waiting on it.
+/// Most rows committed in one transaction. Bounds how long one commit
+/// holds the writer.
 pub const MAX_BATCH: usize = 256;
 
 /// Rows that may wait for the writer before callers feel back-pressure.
 const QUEUE: usize = 8192;
 
-/// Rows between two WAL checkpoints: at about two pages per row, close to
-/// SQLite's own default of 1000 pages.
-const CHECKPOINT_ROWS: u64 = 500;
+/// How long the writer gathers rows after the first one arrives. While it
+/// gathers (and commits) it is not parked on the queue, so journaled calls
+/// hand over their rows without waking a thread: waking it per call cost
+/// lone calls more than the journal write itself. Rows reach SQLite this
+/// much later; reads through the owning handle wait for them.
+const GATHER: Duration = Duration::from_millis(2);
+
+/// The insert of one call row, after `INSERT` or `INSERT OR IGNORE`.
+macro_rules! insert_call_sql {
+    ($verb:literal) => {
+        concat!(
+            $verb,
+            " INTO calls (id, ts_ms, call_id, session, caller, tool, args, args_hash, \
+             decision, outcome, error_kind, error_message, stages, notes, output_size, \
+             output_digest, elapsed_us) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"
+        )
+    };
+}
 
 /// Work for the writer thread.
-enum Job {
-    Call(Box<CallRecord>, oneshot::Sender<Result<(), AuditError>>),
+pub(super) enum Job {
+    /// A journaled call row and its id.
+    Call(i64, Box<CallRecord>),
     Event {
         ts_ms: i64,
         kind: String,
         body: String,
     },
     Flush(oneshot::Sender<()>),
-    Checkpoint,
 }
 
-/// What the callers and the writer thread share.
-struct Shared {
-    conn: Mutex<rusqlite::Connection>,
-    /// Rows committed so far; crossing a multiple of [`CHECKPOINT_ROWS`]
-    /// asks the writer thread for a checkpoint.
-    rows: AtomicU64,
+/// The handle callers hold.
+#[derive(Clone, Debug)]
+pub(super) enum Writer {
+    /// This process writes the log.
+    Owner(Arc<Owner>),
+    /// Another process writes it; this handle only reads.
+    Reader,
 }
 
-impl Shared {
-    /// Counts `n` committed rows; true when a checkpoint is due.
-    fn committed(&self, n: u64) -> bool {
-        let before = self.rows.fetch_add(n, Ordering::Relaxed);
-        before / CHECKPOINT_ROWS != (before + n) / CHECKPOINT_ROWS
+/// The writing side, shared by every clone of one handle. Dropping it (the
+/// last handle) waits for the thread to commit what was queued, so the
+/// journal's lock is free again when the drop returns and the log can be
+/// opened for writing at once (a daemon restarted in the same process).
+#[derive(Debug)]
+pub(super) struct Owner {
+    /// `None` only while dropping.
+    tx: Option<mpsc::Sender<Job>>,
+    spool: Arc<Spool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Owner {
+    fn tx(&self) -> Option<&mpsc::Sender<Job>> {
+        self.tx.as_ref()
     }
 }
 
-/// The handle callers hold. Dropping the last one stops the thread after
-/// it has committed what was queued.
-#[derive(Clone)]
-pub(super) struct Writer {
-    tx: mpsc::Sender<Job>,
-    shared: Arc<Shared>,
+impl Drop for Owner {
+    fn drop(&mut self) {
+        drop(self.tx.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 impl Writer {
-    /// Opens the writing connection (and the checkpointer's) on `path` and
-    /// starts the writer thread.
+    /// Takes the journal of the log at `path`, commits what a killed
+    /// process left in it, and starts the writer thread; or, if another
+    /// process holds the journal, a read-only handle.
     pub(super) fn start(path: &Path) -> Result<Self, String> {
         let err = |e: &dyn std::fmt::Display| e.to_string();
-        let conn = open(path).map_err(|e| err(&e))?;
-        let checkpointer = open(path).map_err(|e| err(&e))?;
-        let shared = Arc::new(Shared {
-            conn: Mutex::new(conn),
-            rows: AtomicU64::new(0),
-        });
-        let (tx, rx) = mpsc::channel(QUEUE);
-        let thread_shared = shared.clone();
-        std::thread::Builder::new()
-            .name("toolgate-audit".into())
-            .spawn(move || run(&thread_shared, &checkpointer, rx))
-            .map_err(|e| err(&e))?;
-        Ok(Self { tx, shared })
-    }
-
-    /// Commits a call's row; returns once it is committed.
-    ///
-    /// When nothing is queued and no commit is under way, the row is
-    /// committed right here, on the caller's thread: a lone call then pays
-    /// for one small transaction (a few µs of WAL append) instead of two
-    /// cross-thread wake-ups, which measured as most of a call's latency.
-    /// Under contention rows go to the writer thread, which commits them in
-    /// groups.
-    pub(super) async fn call(&self, rec: CallRecord) -> Result<(), AuditError> {
-        if let Some(done) = self.try_inline(&rec) {
-            return done;
-        }
-        let (ack, done) = oneshot::channel();
-        self.tx
-            .send(Job::Call(Box::new(rec), ack))
-            .await
-            .map_err(|_| AuditError::Closed)?;
-        done.await.map_err(|_| AuditError::Closed)?
-    }
-
-    /// Commits `rec` alone if the writer is idle; `None` if it is busy.
-    fn try_inline(&self, rec: &CallRecord) -> Option<Result<(), AuditError>> {
-        if self.tx.is_closed() || self.tx.capacity() < self.tx.max_capacity() {
-            return None;
-        }
-        let result = {
-            let mut conn = self.shared.conn.try_lock().ok()?;
-            commit(&mut conn, |c| insert_call(c, rec))
+        let (spool, left) = match Spool::open(path).map_err(|e| err(&e))? {
+            Opened::Owned(spool, left) => (spool, left),
+            Opened::Busy => return Ok(Self::Reader),
         };
-        if result.is_ok() && self.shared.committed(1) {
-            // A full queue only delays the checkpoint to the next request.
-            let _ = self.tx.try_send(Job::Checkpoint);
+        let mut conn = open(path).map_err(|e| err(&e))?;
+        let next_id = recover(&mut conn, &left).map_err(|e| err(&e))?;
+        if !left.is_empty() {
+            tracing::info!(
+                "audit log: recovered {} call rows journaled before an abrupt stop",
+                left.len()
+            );
         }
-        Some(result.map_err(write_error))
+        spool.recovered(next_id).map_err(|e| err(&e))?;
+        let spool = Arc::new(spool);
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let thread_spool = spool.clone();
+        let thread = std::thread::Builder::new()
+            .name("toolgate-audit".into())
+            .spawn(move || run(&mut conn, &thread_spool, rx))
+            .map_err(|e| err(&e))?;
+        Ok(Self::Owner(Arc::new(Owner {
+            tx: Some(tx),
+            spool,
+            thread: Some(thread),
+        })))
+    }
+
+    /// Makes a call's row durable; it reaches SQLite shortly after.
+    pub(super) async fn call(&self, rec: CallRecord) -> Result<(), AuditError> {
+        let Self::Owner(owner) = self else {
+            return Err(AuditError::ReadOnly);
+        };
+        let id = owner.spool.append(&rec).map_err(|e| {
+            let e = AuditError::Write(format!("journal: {e}"));
+            tracing::error!("{e}");
+            e
+        })?;
+        // The row is durable; a closed queue (shutdown) only delays it to
+        // the next start's recovery.
+        if let Some(tx) = owner.tx() {
+            let _ = tx.send(Job::Call(id, Box::new(rec))).await;
+        }
+        Ok(())
     }
 
     /// Queues an event row; false if the queue is full or closed.
     pub(super) fn event(&self, ts_ms: i64, kind: String, body: String) -> bool {
-        self.tx.try_send(Job::Event { ts_ms, kind, body }).is_ok()
+        match self {
+            Self::Owner(owner) => owner
+                .tx()
+                .is_some_and(|tx| tx.try_send(Job::Event { ts_ms, kind, body }).is_ok()),
+            Self::Reader => false,
+        }
     }
 
-    /// Waits until everything queued so far is committed.
+    /// Waits until everything queued so far is in SQLite.
     pub(super) async fn flush(&self) {
+        let Some(tx) = (match self {
+            Self::Owner(owner) => owner.tx(),
+            Self::Reader => None,
+        }) else {
+            return;
+        };
         let (ack, done) = oneshot::channel();
-        if self.tx.send(Job::Flush(ack)).await.is_ok() {
+        if tx.send(Job::Flush(ack)).await.is_ok() {
             let _ = done.await;
         }
     }
 }
 
-fn write_error(e: rusqlite::Error) -> AuditError {
-    let e = AuditError::Write(e.to_string());
-    tracing::error!("{e}");
-    e
-}
-
-/// A connection in WAL mode that never checkpoints on its own: a
-/// checkpoint copies pages and syncs the database file, which would
-/// otherwise land on whichever call's commit crossed the threshold.
+/// The writing connection, in WAL mode. SQLite's own checkpoints run on it,
+/// on the writer thread, off every call's path.
 fn open(path: &Path) -> rusqlite::Result<rusqlite::Connection> {
     let conn = rusqlite::Connection::open(path)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
-    conn.pragma_update(None, "wal_autocheckpoint", 0)?;
     conn.busy_timeout(Duration::from_secs(5))?;
     Ok(conn)
 }
 
-/// The writer thread: takes whatever is queued (up to [`MAX_BATCH`]),
-/// commits it in one transaction, then acknowledges every call in it.
-/// Checkpoints run on their own connection, so inline commits go on
-/// meanwhile (WAL lets one checkpointer and one writer work at once).
-fn run(shared: &Shared, checkpointer: &rusqlite::Connection, mut rx: mpsc::Receiver<Job>) {
+/// Commits rows a killed process left in the journal (a row committed
+/// just before the kill keeps its first copy); returns the next row id.
+fn recover(conn: &mut rusqlite::Connection, left: &[(i64, CallRecord)]) -> rusqlite::Result<i64> {
+    commit(conn, |c| {
+        for (id, rec) in left {
+            insert_call(c, insert_call_sql!("INSERT OR IGNORE"), *id, rec)?;
+        }
+        Ok(())
+    })?;
+    conn.query_row("SELECT coalesce(max(id), 0) + 1 FROM calls", [], |r| {
+        r.get(0)
+    })
+}
+
+/// The writer thread: waits for a row, gathers for [`GATHER`], then
+/// commits whatever is queued (up to [`MAX_BATCH`]) in one transaction. A failed commit leaves its call rows in
+/// the journal, where the next start recovers them.
+fn run(conn: &mut rusqlite::Connection, spool: &Spool, mut rx: mpsc::Receiver<Job>) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while let Some(first) = rx.blocking_recv() {
         batch.push(first);
+        std::thread::sleep(GATHER);
         while batch.len() < MAX_BATCH {
             match rx.try_recv() {
                 Ok(job) => batch.push(job),
                 Err(_) => break,
             }
         }
-        let rows = batch
-            .iter()
-            .filter(|j| matches!(j, Job::Call(..) | Job::Event { .. }))
-            .count();
-        let mut checkpoint = batch.iter().any(|j| matches!(j, Job::Checkpoint));
-        let result = if rows == 0 {
-            Ok(())
-        } else {
-            let mut conn = shared.conn.lock().unwrap_or_else(PoisonError::into_inner);
-            commit(&mut conn, |c| write_batch(c, &batch)).map_err(write_error)
-        };
-        if result.is_ok() && shared.committed(rows as u64) {
-            checkpoint = true;
-        }
-        acknowledge(&mut batch, &result);
-        if checkpoint && let Err(e) = self::checkpoint(shared, checkpointer) {
-            tracing::warn!("audit log checkpoint failed: {e}");
-        }
-    }
-    // The last handle is gone: fold what it can of the WAL into the file.
-    let _ = checkpointer.execute_batch("PRAGMA wal_checkpoint(PASSIVE)");
-}
-
-/// Copies the WAL into the database file so SQLite can start the WAL over.
-///
-/// Two passes: the first copies nearly everything while calls keep
-/// committing; the second, holding the writing connection, copies the few
-/// frames added meanwhile, so the WAL ends fully copied and the next
-/// commit restarts it from the top. A single pass never completes under a
-/// steady stream of commits and the WAL would grow without bound.
-fn checkpoint(shared: &Shared, checkpointer: &rusqlite::Connection) -> rusqlite::Result<()> {
-    checkpointer.execute_batch("PRAGMA wal_checkpoint(PASSIVE)")?;
-    let _writing = shared.conn.lock().unwrap_or_else(PoisonError::into_inner);
-    checkpointer.execute_batch("PRAGMA wal_checkpoint(PASSIVE)")
-}
-
-fn acknowledge(batch: &mut Vec<Job>, result: &Result<(), AuditError>) {
-    for job in batch.drain(..) {
-        match job {
-            Job::Call(_, ack) => {
-                let _ = ack.send(result.clone());
+        match commit(conn, |c| write_batch(c, &batch)) {
+            Ok(()) => {
+                let calls = batch.iter().filter(|j| matches!(j, Job::Call(..))).count();
+                spool.ingested(calls as u64);
             }
-            Job::Flush(ack) => {
+            Err(e) => tracing::error!("audit log write failed: {e}"),
+        }
+        for job in batch.drain(..) {
+            if let Job::Flush(ack) = job {
                 let _ = ack.send(());
             }
-            Job::Event { .. } | Job::Checkpoint => {}
         }
     }
 }
 
-const INSERT_CALL: &str = "INSERT INTO calls (ts_ms, call_id, session, caller, tool, args, args_hash, \
-     decision, outcome, error_kind, error_message, stages, notes, output_size, output_digest, elapsed_us) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)";
-
 /// Runs `body` in one transaction. BEGIN and COMMIT are cached statements
-/// (rusqlite's `Transaction` prepares them anew every time, a measurable
-/// share of a one-row commit).
+/// (rusqlite's `Transaction` prepares them anew every time).
 fn commit(
     conn: &mut rusqlite::Connection,
     body: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<()>,
@@ -235,26 +234,31 @@ fn commit(
     done
 }
 
-fn insert_call(conn: &rusqlite::Connection, r: &CallRecord) -> rusqlite::Result<()> {
-    conn.prepare_cached(INSERT_CALL)?
-        .execute(rusqlite::params![
-            r.ts_ms,
-            r.call_id,
-            r.session,
-            r.caller,
-            r.tool,
-            r.args,
-            r.args_hash,
-            r.decision,
-            r.outcome,
-            r.error_kind,
-            r.error_message,
-            r.stages,
-            r.notes,
-            r.output_size,
-            r.output_digest,
-            r.elapsed_us
-        ])?;
+fn insert_call(
+    conn: &rusqlite::Connection,
+    sql: &str,
+    id: i64,
+    r: &CallRecord,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute(rusqlite::params![
+        id,
+        r.ts_ms,
+        r.call_id,
+        r.session,
+        r.caller,
+        r.tool,
+        r.args,
+        r.args_hash,
+        r.decision,
+        r.outcome,
+        r.error_kind,
+        r.error_message,
+        r.stages,
+        r.notes,
+        r.output_size,
+        r.output_digest,
+        r.elapsed_us
+    ])?;
     Ok(())
 }
 
@@ -263,11 +267,11 @@ fn write_batch(conn: &rusqlite::Connection, batch: &[Job]) -> rusqlite::Result<(
         conn.prepare_cached("INSERT INTO events (ts_ms, kind, body) VALUES (?1, ?2, ?3)")?;
     for job in batch {
         match job {
-            Job::Call(r, _) => insert_call(conn, r)?,
+            Job::Call(id, r) => insert_call(conn, insert_call_sql!("INSERT"), *id, r)?,
             Job::Event { ts_ms, kind, body } => {
                 event.execute(rusqlite::params![ts_ms, kind, body])?;
             }
-            Job::Flush(_) | Job::Checkpoint => {}
+            Job::Flush(_) => {}
         }
     }
     Ok(())
