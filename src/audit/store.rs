@@ -23,7 +23,7 @@ pub enum AuditError {
         /// Why.
         message: String,
     },
-    /// A write failed; the rows of its batch are not recorded.
+    /// A call's row could not be journaled (so its reply is withheld).
     #[error("audit log write failed: {0}")]
     Write(String),
     /// A read failed.
