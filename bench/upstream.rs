@@ -4,10 +4,19 @@
 //!
 //! The upstream is this very binary re-executed as a minimal rmcp stdio
 //! server with one `echo` tool, so the server's own cost is as small as it
-//! gets and toolgate's overhead is as visible as it can be. The sides run
-//! interleaved call by call (direct, toolgate, toolgate+audit, direct, ...)
-//! so drift in machine load hits all alike. Every call has distinct arguments (the loop guard
-//! would otherwise refuse identical repeats, as it should).
+//! gets and toolgate's overhead is as visible as it can be. Each side has
+//! its own server process. Two views of the same sides, in one run:
+//!
+//! - interleaved call by call (direct, toolgate, toolgate+audit, direct,
+//!   ...), so drift in machine load hits all alike; every call finds the
+//!   caches warmed by the other two sides;
+//! - in blocks of [`BLOCK`] calls per side, taking turns: each side runs
+//!   warm, as one busy agent would. This view also reports the calling
+//!   thread's CPU time per call, which is toolgate's own work apart from
+//!   scheduling on shared cores.
+//!
+//! Every call has distinct arguments (the loop guard would otherwise refuse
+//! identical repeats, as it should). Both sides use the daemon's allocator.
 //!
 //! Run: `cargo bench --bench upstream` (env `ROUNDS`, `CALLS` to change).
 
@@ -30,6 +39,11 @@ use toolgate::config::Config;
 use toolgate::config::servers::{ServerSpec, TransportSpec};
 use toolgate::context::{Caller, Session};
 use toolgate::upstream::{PinStore, ServerState, UpstreamOptions, Upstreams};
+
+/// The allocator the `toolgate` binary ships with (see Cargo.toml), for
+/// both sides alike.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const SERVE: &str = "TOOLGATE_BENCH_SERVE";
 
@@ -130,14 +144,10 @@ async fn toolgate_round(
     out: &mut Vec<Duration>,
 ) {
     for i in 0..calls {
+        // Arguments are made before the clock starts, as for the direct side.
+        let args = json!({"message": format!("m{}", base + i)});
         let t = Instant::now();
-        let r = engine
-            .call(
-                session,
-                "bench__echo",
-                json!({"message": format!("m{}", base + i)}),
-            )
-            .await;
+        let r = engine.call(session, "bench__echo", args).await;
         out.push(t.elapsed());
         assert!(r.result.is_ok(), "toolgate call failed: {:?}", r.result);
     }
@@ -216,22 +226,85 @@ async fn bench(rounds: usize, calls: usize) {
     toolgate_round(&plain, &session, 200, 0, &mut sink).await;
     toolgate_round(&audited, &session, 200, 0, &mut sink).await;
 
+    let sides = Sides {
+        direct: direct.peer(),
+        plain: &plain,
+        audited: &audited,
+        session: &session,
+    };
+    let n = rounds * calls;
     // Interleaved call by call, so load changes (2 shared cores) and the
     // audit writer's background work hit all three alike.
-    let (mut d, mut p, mut a) = (Vec::new(), Vec::new(), Vec::new());
-    for i in 0..rounds * calls {
-        let base = 1_000_000 + i;
-        direct_round(direct.peer(), 1, base, &mut d).await;
-        toolgate_round(&plain, &session, 1, base, &mut p).await;
-        toolgate_round(&audited, &session, 1, base + 500_000_000, &mut a).await;
+    let mut lat = [const { Vec::new() }; 3];
+    for i in 0..n {
+        for (k, out) in lat.iter_mut().enumerate() {
+            out.push(sides.call(k, 1_000_000 + i).await);
+        }
     }
+    println!("tools/call echo to a stdio rmcp server: {n} sequential calls each");
+    println!("-- interleaved call by call (every call finds the caches of the other two)");
+    table(&mut lat);
+    // In blocks of BLOCK calls per side, taking turns: each side runs warm,
+    // as one busy agent would. The main thread's CPU time per call shows
+    // the work toolgate adds, apart from scheduling on the shared cores.
+    let mut lat = [const { Vec::new() }; 3];
+    let mut cpu = [Duration::ZERO; 3];
+    let block = BLOCK.min(n);
+    for b in 0..n.div_ceil(block) {
+        for (k, out) in lat.iter_mut().enumerate() {
+            let before = thread_cpu();
+            for i in 0..block {
+                out.push(sides.call(k, 2_000_000_000 + b * block + i).await);
+            }
+            cpu[k] += thread_cpu().saturating_sub(before);
+        }
+    }
+    println!("-- in blocks of {block} calls per side, taking turns");
+    table(&mut lat);
+    let per_call = |k: usize| us(cpu[k]) / (n.div_ceil(block) * block) as f64;
     println!(
-        "tools/call echo to a stdio rmcp server: {} sequential calls each, interleaved call by call",
-        rounds * calls
+        "calling thread CPU per call: direct {:.1} µs, toolgate {:.1} µs (no audit), {:.1} µs (audited)",
+        per_call(0),
+        per_call(1),
+        per_call(2)
     );
-    let (d50, dmean) = report("direct rmcp client", &mut Stats(d));
-    let (p50, pmean) = report("toolgate (no audit log)", &mut Stats(p));
-    let (a50, amean) = report("toolgate (audit log, WAL)", &mut Stats(a));
+    up_plain.shutdown().await;
+    up_audited.shutdown().await;
+    let _ = direct.cancel().await;
+}
+
+/// Calls per side in a row in the block phase.
+const BLOCK: usize = 500;
+
+/// The three ways of making the same call: 0 direct, 1 toolgate without
+/// an audit log, 2 toolgate with one.
+struct Sides<'a> {
+    direct: &'a rmcp::service::Peer<rmcp::RoleClient>,
+    plain: &'a Engine,
+    audited: &'a Engine,
+    session: &'a Session,
+}
+
+impl Sides<'_> {
+    /// One call by side `k` with a message unique to `n` (the loop guard
+    /// would refuse identical repeats, as it should); returns its latency.
+    async fn call(&self, k: usize, n: usize) -> Duration {
+        let mut out = Vec::with_capacity(1);
+        match k {
+            0 => direct_round(self.direct, 1, n, &mut out).await,
+            1 => toolgate_round(self.plain, self.session, 1, n, &mut out).await,
+            _ => toolgate_round(self.audited, self.session, 1, n, &mut out).await,
+        }
+        out.pop().unwrap_or_default()
+    }
+}
+
+/// Prints the three sides' latencies and toolgate's ratios to direct.
+fn table(lat: &mut [Vec<Duration>; 3]) {
+    let [d, p, a] = lat;
+    let (d50, dmean) = report("direct rmcp client", &mut Stats(std::mem::take(d)));
+    let (p50, pmean) = report("toolgate (no audit log)", &mut Stats(std::mem::take(p)));
+    let (a50, amean) = report("toolgate (audit log, WAL)", &mut Stats(std::mem::take(a)));
     println!(
         "ratio toolgate/direct: p50 {:.3}x  mean {:.3}x  (no audit)   p50 {:.3}x  mean {:.3}x  (audited)",
         p50 / d50,
@@ -239,9 +312,16 @@ async fn bench(rounds: usize, calls: usize) {
         a50 / d50,
         amean / dmean
     );
-    up_plain.shutdown().await;
-    up_audited.shutdown().await;
-    let _ = direct.cancel().await;
+}
+
+/// CPU time the calling thread has used so far (Linux schedstat; zero
+/// where it cannot be read, which only blanks the CPU line).
+fn thread_cpu() -> Duration {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
+        .map(Duration::from_nanos)
+        .unwrap_or_default()
 }
 
 fn main() {

@@ -78,10 +78,15 @@ pub fn canonical_json(v: &Value) -> String {
 /// SHA-256 of `tool` and the canonical arguments, hex-encoded. The tool name
 /// is part of the hash so equal arguments to different tools differ.
 pub fn call_hash(tool: &str, args: &Value) -> String {
+    hash_canonical(tool, &canonical_json(args))
+}
+
+/// [`call_hash`] for arguments already in canonical form.
+pub fn hash_canonical(tool: &str, canonical_args: &str) -> String {
     let mut h = Sha256::new();
     h.update(tool.as_bytes());
     h.update([0u8]);
-    h.update(canonical_json(args).as_bytes());
+    h.update(canonical_args.as_bytes());
     hex::encode(h.finalize())
 }
 

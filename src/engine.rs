@@ -290,16 +290,16 @@ impl Engine {
             settings = Arc::new(s);
         }
         let mut call = Call::new(call_id, tool, args, ctx, settings);
-        let result = self
-            .inner
-            .pipeline
-            .run(&mut call)
-            .await
-            .map(|r| with_notices(r, call.notices()));
-        let mut reply = reply(call_id, result, started);
-        reply.notes = call.notes().to_vec();
-        reply.trace = call.trace().to_vec();
-        (reply, call.args)
+        let result = self.inner.pipeline.run(&mut call).await;
+        let parts = call.into_parts();
+        let mut reply = reply(
+            call_id,
+            result.map(|r| with_notices(r, &parts.notices)),
+            started,
+        );
+        reply.notes = parts.notes;
+        reply.trace = parts.trace;
+        (reply, parts.args)
     }
 }
 

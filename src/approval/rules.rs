@@ -27,6 +27,7 @@
 //! Every [`Assessment`] names the rule that decided and says why in words.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use globset::GlobMatcher;
@@ -185,8 +186,10 @@ pub struct Rule {
 }
 
 impl Rule {
-    fn matches(&self, tool: &str, args: &Value) -> bool {
-        self.tool.is_match(tool) && self.when.as_ref().is_none_or(|c| c.holds(args))
+    /// Whether the argument condition holds (the tool glob is matched
+    /// once per name, see [`NameFacts`]).
+    fn holds(&self, args: &Value) -> bool {
+        self.when.as_ref().is_none_or(|c| c.holds(args))
     }
 
     fn describe(&self) -> String {
@@ -199,37 +202,53 @@ impl Rule {
     }
 }
 
-/// A per-name memo of dangerous-table lookups. Cloning yields an empty
-/// memo, so a config built from another with a different table (struct
-/// update syntax) never reads stale entries.
-#[derive(Debug, Default)]
-pub struct TableCache(std::sync::Mutex<std::collections::HashMap<String, Option<usize>>>);
+/// What the policy can tell from a tool's name alone: the rules whose tool
+/// glob matches it, per tier, and its dangerous-table entry. The globs
+/// (compiled to regexes, dozens of them) depend only on the name while every
+/// call of the tool asks again, so this is worked out once per name and a
+/// call only tests the argument conditions of the rules naming its tool.
+#[derive(Debug)]
+struct NameFacts {
+    /// Index of the highest-risk table entry matching (the first of equals).
+    table_hit: Option<usize>,
+    /// Indices into `PolicyConfig::rules`.
+    rules: Box<[usize]>,
+    /// Indices into `PolicyConfig::default_rules`.
+    default_rules: Box<[usize]>,
+    /// Per caller profile, indices into its rules.
+    profiles: Box<[Box<[usize]>]>,
+}
 
-impl Clone for TableCache {
+/// The per-name memo of [`NameFacts`]. Cloning yields an empty memo, so a
+/// config built from another with different rules (struct update syntax)
+/// never reads stale entries.
+#[derive(Debug, Default)]
+pub struct NameCache(std::sync::Mutex<std::collections::HashMap<String, Arc<NameFacts>>>);
+
+impl Clone for NameCache {
     fn clone(&self) -> Self {
         Self::default()
     }
 }
 
-impl TableCache {
-    fn get(&self, name: &str) -> Option<Option<usize>> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(name)
-            .copied()
-    }
-
-    fn put(&self, name: &str, hit: Option<usize>) {
-        let mut map = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+impl NameCache {
+    fn get_or(&self, name: &str, make: impl FnOnce() -> NameFacts) -> Arc<NameFacts> {
+        let lock = || {
+            self.0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some(facts) = lock().get(name) {
+            return facts.clone();
+        }
+        let facts = Arc::new(make());
+        let mut map = lock();
         // Tool names are bounded in practice; stay bounded regardless.
         if map.len() >= 65_536 {
             map.clear();
         }
-        map.insert(name.to_owned(), hit);
+        map.insert(name.to_owned(), facts.clone());
+        facts
     }
 }
 
@@ -297,8 +316,8 @@ pub struct PolicyConfig {
     pub default_rules: Vec<Rule>,
     /// The dangerous-name table (empty with `default_rules = false`).
     pub risk_table: Vec<(GlobMatcher, String, Risk)>,
-    /// Per-name results of `risk_table`; see `table_hit`.
-    pub table_cache: TableCache,
+    /// Per-name memo of which rules and table entries can apply.
+    pub name_cache: NameCache,
     /// Per-caller profiles, first match wins.
     pub callers: Vec<CallerPolicy>,
     /// Where relative paths in arguments are resolved (the first project
@@ -327,9 +346,10 @@ pub struct Assessment {
     pub timeout: Duration,
 }
 
-/// The tier a rule was found in, for the tiered verdict lookup.
+/// The rules that can apply to one call's tool, in tier order (profile,
+/// config, built-in): each tier's rules and the indices naming the tool.
 struct Tiers<'a> {
-    tiers: [&'a [Rule]; 3],
+    tiers: [(&'a [Rule], &'a [usize]); 3],
 }
 
 impl PolicyConfig {
@@ -344,7 +364,7 @@ impl PolicyConfig {
             rules: Vec::new(),
             default_rules: super::defaults::default_rules(&project_dirs),
             risk_table: super::defaults::risk_table(),
-            table_cache: TableCache::default(),
+            name_cache: NameCache::default(),
             callers: Vec::new(),
             project_dirs,
         }
@@ -357,20 +377,25 @@ impl PolicyConfig {
 
     /// Decides for one call of `tool` with `args` by `caller`.
     pub fn assess(&self, tool: &ToolDef, args: &Value, caller: &Caller) -> Assessment {
-        let profile = self.callers.iter().find(|p| p.matcher.matches(caller));
+        let slot = self.callers.iter().position(|p| p.matcher.matches(caller));
+        let profile = slot.and_then(|i| self.callers.get(i));
         let name = tool.name.as_str();
+        let facts = self.name_facts(name);
         let tiers = Tiers {
             tiers: [
-                profile.map_or(&[][..], |p| &p.rules[..]),
-                &self.rules,
-                &self.default_rules,
+                match (profile, slot.and_then(|i| facts.profiles.get(i))) {
+                    (Some(p), Some(ix)) => (&p.rules[..], &ix[..]),
+                    _ => (&[][..], &[][..]),
+                },
+                (&self.rules, &facts.rules),
+                (&self.default_rules, &facts.default_rules),
             ],
         };
         let timeout = profile
             .and_then(|p| p.timeout)
             .unwrap_or(self.approval_timeout);
-        let (risk, risk_rule, risk_why) = self.risk_of(tool, args, &tiers);
-        if let Some((rule, v)) = tiers.verdict_rule(name, args) {
+        let (risk, risk_rule, risk_why) = self.risk_of(tool, args, &tiers, facts.table_hit);
+        if let Some((rule, v)) = tiers.verdict_rule(args) {
             return Assessment {
                 verdict: v,
                 risk,
@@ -464,12 +489,13 @@ impl PolicyConfig {
         tool: &ToolDef,
         args: &Value,
         tiers: &Tiers<'a>,
+        table_hit: Option<usize>,
     ) -> (Risk, Option<&'a Rule>, String) {
         let name = tool.name.as_str();
         let mut best: Option<(&Rule, Risk)> = None;
         for rule in tiers.all() {
             if let Effect::Risk(r) = rule.effect
-                && rule.matches(name, args)
+                && rule.holds(args)
                 && best.is_none_or(|(_, b)| r > b)
             {
                 best = Some((rule, r));
@@ -484,29 +510,40 @@ impl PolicyConfig {
             );
             return (r, Some(rule), why);
         }
-        let (r, why) = self.base_risk(tool);
+        let (r, why) = self.base_risk(tool, table_hit);
         (r, None, why)
     }
 
+    /// The memoised [`NameFacts`] of `name`.
+    fn name_facts(&self, name: &str) -> Arc<NameFacts> {
+        self.name_cache.get_or(name, || {
+            let naming = |rules: &[Rule]| -> Box<[usize]> {
+                (0..rules.len())
+                    .filter(|&i| rules.get(i).is_some_and(|r| r.tool.is_match(name)))
+                    .collect()
+            };
+            NameFacts {
+                table_hit: self.table_hit(name),
+                rules: naming(&self.rules),
+                default_rules: naming(&self.default_rules),
+                profiles: self.callers.iter().map(|p| naming(&p.rules)).collect(),
+            }
+        })
+    }
+
     /// Index of the highest-risk table entry matching `name` (the first of
-    /// equals), cached per name: the table has dozens of globs and depends
-    /// only on the name, while every call of the tool asks again.
+    /// equals).
     fn table_hit(&self, name: &str) -> Option<usize> {
-        if let Some(hit) = self.table_cache.get(name) {
-            return hit;
-        }
         let mut best: Option<(usize, Risk)> = None;
         for (i, (glob, _, r)) in self.risk_table.iter().enumerate() {
             if best.is_none_or(|(_, b)| *r > b) && glob.is_match(name) {
                 best = Some((i, *r));
             }
         }
-        let hit = best.map(|(i, _)| i);
-        self.table_cache.put(name, hit);
-        hit
+        best.map(|(i, _)| i)
     }
 
-    fn base_risk(&self, tool: &ToolDef) -> (Risk, String) {
+    fn base_risk(&self, tool: &ToolDef, table_hit: Option<usize>) -> (Risk, String) {
         let name = tool.name.as_str();
         if let Some(r) = self.risk.get(name) {
             return (
@@ -516,7 +553,7 @@ impl PolicyConfig {
         }
         let mut risk = tool.risk;
         let mut why = format!("`{name}` declares {} risk", risk_str(risk));
-        if let Some(i) = self.table_hit(name)
+        if let Some(i) = table_hit
             && let Some((_, text, r)) = self.risk_table.get(i)
             && *r > risk
         {
@@ -541,17 +578,17 @@ impl PolicyConfig {
 
 impl<'a> Tiers<'a> {
     fn all(&self) -> impl Iterator<Item = &'a Rule> + '_ {
-        self.tiers.iter().flat_map(|t| t.iter())
+        self.tiers.iter().flat_map(|t| tier_rules(*t))
     }
 
     /// The deciding verdict rule: the first tier with any match; inside it
     /// the strongest verdict, first in file order on ties.
-    fn verdict_rule(&self, tool: &str, args: &Value) -> Option<(&'a Rule, Verdict)> {
+    fn verdict_rule(&self, args: &Value) -> Option<(&'a Rule, Verdict)> {
         for tier in self.tiers {
             let mut best: Option<(&Rule, Verdict)> = None;
-            for rule in tier {
+            for rule in tier_rules(tier) {
                 if let Effect::Verdict(v) = rule.effect
-                    && rule.matches(tool, args)
+                    && rule.holds(args)
                     && best.is_none_or(|(_, b)| v.rank() > b.rank())
                 {
                     best = Some((rule, v));
@@ -563,6 +600,11 @@ impl<'a> Tiers<'a> {
         }
         None
     }
+}
+
+/// The rules of one tier that name the tool, in file order.
+fn tier_rules<'a>((rules, naming): (&'a [Rule], &'a [usize])) -> impl Iterator<Item = &'a Rule> {
+    naming.iter().filter_map(move |&i| rules.get(i))
 }
 
 fn trust_str(t: Trust) -> &'static str {

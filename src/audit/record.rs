@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::canonical::{call_hash, canonical_json};
+use crate::canonical::{call_hash, canonical_json, hash_canonical};
 use crate::context::Session;
 use crate::engine::CallReply;
 use crate::events::StageName;
@@ -64,12 +64,21 @@ impl CallRecord {
         schema: Option<&JsonObject>,
         reply: &CallReply,
     ) -> Self {
-        let shown = schema.map_or_else(|| args.clone(), |s| redact_secrets(s, args));
+        let shown = match schema {
+            Some(s) => redact_secrets(s, args),
+            None => Cow::Borrowed(args),
+        };
+        let args_json = canonical_json(&shown);
+        // Without secrets the shown arguments are the arguments: hash the
+        // canonical form already made instead of making it again.
+        let args_hash = match &shown {
+            Cow::Borrowed(_) => hash_canonical(tool, &args_json),
+            Cow::Owned(_) => call_hash(tool, args),
+        };
         let ran = reply.trace.iter().any(|(s, _)| *s == StageName::Execute);
         let (outcome, error_kind, error_message, output_size, output_digest) = match &reply.result {
             Ok(r) => {
-                let json = serde_json::to_vec(r).unwrap_or_default();
-                let digest = hex::encode(Sha256::digest(&json));
+                let digest = digest_json(r);
                 (
                     if r.is_error { "tool_error" } else { "ok" },
                     None,
@@ -92,8 +101,8 @@ impl CallRecord {
             session: session.id.to_string(),
             caller: serde_json::to_string(&*session.caller).unwrap_or_default(),
             tool: tool.to_owned(),
-            args: canonical_json(&shown),
-            args_hash: call_hash(tool, args),
+            args: args_json,
+            args_hash,
             decision: Cow::Borrowed(if ran { "allowed" } else { "refused" }),
             outcome: Cow::Borrowed(outcome),
             error_kind,
@@ -107,12 +116,37 @@ impl CallRecord {
     }
 }
 
+/// `[["execute",12],["timeout",14],...]`: stage names and microseconds.
 fn timings_json(trace: &[(StageName, std::time::Duration)]) -> String {
-    let v: Vec<(StageName, u64)> = trace
-        .iter()
-        .map(|(s, d)| (*s, u64::try_from(d.as_micros()).unwrap_or(u64::MAX)))
-        .collect();
-    serde_json::to_string(&v).unwrap_or_default()
+    use std::fmt::Write;
+    let mut out = String::with_capacity(16 + 20 * trace.len());
+    out.push('[');
+    for (i, (stage, d)) in trace.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let _ = write!(out, "[\"{}\",{}]", stage.as_str(), d.as_micros());
+    }
+    out.push(']');
+    out
+}
+
+/// SHA-256 of a value's JSON, hex-encoded, hashed as it is written rather
+/// than from a buffer holding all of it.
+fn digest_json(value: &impl Serialize) -> String {
+    struct HashWriter(Sha256);
+    impl std::io::Write for HashWriter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.update(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut w = HashWriter(Sha256::new());
+    let _ = serde_json::to_writer(&mut w, value);
+    hex::encode(w.0.finalize())
 }
 
 /// Whether a property schema marks its value as secret: `writeOnly: true`
@@ -126,7 +160,30 @@ fn is_secret(prop: &Value) -> bool {
 
 /// `args` with every secret argument (at any depth of nested objects)
 /// replaced by [`REDACTED`].
-pub fn redact_secrets(schema: &JsonObject, args: &Value) -> Value {
+pub fn redact_secrets<'a>(schema: &JsonObject, args: &'a Value) -> Cow<'a, Value> {
+    if has_secret(schema, args) {
+        Cow::Owned(redacted(schema, args))
+    } else {
+        Cow::Borrowed(args)
+    }
+}
+
+/// Whether any argument present in `args` is secret by `schema`; most
+/// tools have none, and then nothing is copied.
+fn has_secret(schema: &JsonObject, args: &Value) -> bool {
+    let (Some(props), Value::Object(obj)) =
+        (schema.get("properties").and_then(Value::as_object), args)
+    else {
+        return false;
+    };
+    obj.iter().any(|(k, v)| match props.get(k) {
+        Some(p) if is_secret(p) => true,
+        Some(Value::Object(p)) => has_secret(p, v),
+        _ => false,
+    })
+}
+
+fn redacted(schema: &JsonObject, args: &Value) -> Value {
     let (Some(props), Value::Object(obj)) =
         (schema.get("properties").and_then(Value::as_object), args)
     else {
@@ -137,7 +194,7 @@ pub fn redact_secrets(schema: &JsonObject, args: &Value) -> Value {
         .map(|(k, v)| {
             let shown = match props.get(k) {
                 Some(p) if is_secret(p) => Value::String(REDACTED.into()),
-                Some(Value::Object(p)) => redact_secrets(p, v),
+                Some(Value::Object(p)) => redacted(p, v),
                 _ => v.clone(),
             };
             (k.clone(), shown)
@@ -215,7 +272,7 @@ mod tests {
             _ => unreachable!(),
         };
         let args = json!({"user": "u", "token": "t0k", "pw": "hunter2", "auth": {"key": "k3y", "n": 1}, "extra": 2});
-        let r = redact_secrets(&schema, &args);
+        let r = redact_secrets(&schema, &args).into_owned();
         assert_eq!(
             r,
             json!({"user": "u", "token": REDACTED, "pw": REDACTED, "auth": {"key": REDACTED, "n": 1}, "extra": 2})
@@ -224,5 +281,30 @@ mod tests {
         for secret in ["t0k", "hunter2", "k3y"] {
             assert!(!text.contains(secret));
         }
+        // No secret among the arguments given: nothing is copied.
+        let plain = json!({"user": "u", "auth": {"n": 1}});
+        assert!(matches!(redact_secrets(&schema, &plain), Cow::Borrowed(_)));
+        let nested = json!({"auth": {"key": "k3y"}});
+        assert!(matches!(redact_secrets(&schema, &nested), Cow::Owned(_)));
+    }
+
+    #[test]
+    fn the_stage_timings_are_json_of_names_and_microseconds() {
+        let trace = [
+            (StageName::Execute, std::time::Duration::from_micros(12)),
+            (StageName::LoopGuard, std::time::Duration::from_nanos(1_999)),
+        ];
+        let v: Value = serde_json::from_str(&timings_json(&trace)).unwrap_or(Value::Null);
+        assert_eq!(v, json!([["execute", 12], ["loop_guard", 1]]));
+        assert_eq!(timings_json(&[]), "[]");
+    }
+
+    #[test]
+    fn the_streamed_digest_is_the_digest_of_the_whole_json() {
+        let value = json!({"content": [{"type": "text", "text": "hi \"there\""}], "n": [1, 2.5]});
+        let whole = hex::encode(Sha256::digest(
+            serde_json::to_vec(&value).unwrap_or_default(),
+        ));
+        assert_eq!(digest_json(&value), whole);
     }
 }

@@ -119,6 +119,30 @@ impl Call {
     pub fn trace(&self) -> &[(StageName, Duration)] {
         &self.trace
     }
+
+    /// What the call ended with, taken apart without copying: the final
+    /// arguments, notices, notes and trace.
+    pub fn into_parts(self) -> CallParts {
+        CallParts {
+            args: self.args,
+            notices: self.notices,
+            notes: self.notes,
+            trace: self.trace,
+        }
+    }
+}
+
+/// A finished [`Call`]'s parts, see [`Call::into_parts`].
+#[derive(Debug)]
+pub struct CallParts {
+    /// The arguments as the stages left them.
+    pub args: Value,
+    /// Messages for the model.
+    pub notices: Vec<String>,
+    /// What stages did.
+    pub notes: Vec<(StageName, String)>,
+    /// Time per stage, innermost first.
+    pub trace: Vec<(StageName, Duration)>,
 }
 
 /// A pipeline stage.

@@ -135,7 +135,7 @@ impl Policy {
             call_id: call.id,
             tool: call.tool.def.name.as_str(),
             args: &call.args,
-            shown_args: redact_secrets(&call.tool.def.input_schema, &call.args),
+            shown_args: redact_secrets(&call.tool.def.input_schema, &call.args).into_owned(),
             policy_version: version,
             assessment: &a,
             caller: &call.ctx.caller,

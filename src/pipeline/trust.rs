@@ -27,6 +27,8 @@
 //! `result.meta["trust_boundary"]` so the UI can show raw and wrapped
 //! output. Errors pass through: their text comes from toolgate.
 
+use std::borrow::Cow;
+
 use futures::future::BoxFuture;
 use rand::Rng;
 use serde_json::Value;
@@ -58,11 +60,26 @@ pub fn system_prompt() -> &'static str {
      outside the wrapper."
 }
 
+/// One candidate boundary: 128 random bits as 32 lowercase hex digits.
+pub(crate) fn candidate(rng: &mut impl Rng) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(32);
+    for b in rng.random::<[u8; 16]>() {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0xf)]));
+    }
+    out
+}
+
 /// Draws a 128-bit hex boundary that occurs in none of `texts`.
 fn draw_boundary<'t>(texts: impl Iterator<Item = &'t str> + Clone, rng: &mut impl Rng) -> String {
     loop {
-        let candidate = format!("{:032x}", rng.random::<u128>());
-        if !texts.clone().any(|t| t.contains(&candidate)) {
+        let candidate = candidate(rng);
+        // Most outputs are shorter than a boundary; skip building a searcher.
+        if !texts
+            .clone()
+            .any(|t| t.len() >= candidate.len() && t.contains(&candidate))
+        {
             return candidate;
         }
     }
@@ -83,13 +100,31 @@ fn attr(value: &str) -> String {
     out
 }
 
-/// Wraps `text` with an existing boundary (which must not occur in it).
+/// Wraps `text` with an existing boundary (which must not occur in it);
+/// `tool` and `source` are already escaped with [`attr`].
 fn wrap_with(text: &str, tool: &str, source: &str, boundary: &str) -> String {
-    format!(
-        "<{TAG} id=\"{boundary}\" tool=\"{}\" source=\"{}\">\n{text}\n</{TAG} id=\"{boundary}\">",
-        attr(tool),
-        attr(source)
-    )
+    // Pushed piece by piece rather than with `format!`: this runs on every
+    // external call and the formatting machinery cost more than the copy.
+    let pieces = [
+        "<",
+        TAG,
+        " id=\"",
+        boundary,
+        "\" tool=\"",
+        tool,
+        "\" source=\"",
+        source,
+        "\">\n",
+        text,
+        "\n</",
+        TAG,
+        " id=\"",
+        boundary,
+        "\">",
+    ];
+    let mut out = String::with_capacity(pieces.iter().map(|p| p.len()).sum());
+    pieces.iter().for_each(|p| out.push_str(p));
+    out
 }
 
 /// Wraps `text` in a fresh boundary; returns the wrapped text and the
@@ -97,15 +132,18 @@ fn wrap_with(text: &str, tool: &str, source: &str, boundary: &str) -> String {
 /// outside the pipeline.
 pub fn wrap(text: &str, tool: &str, source: &str, rng: &mut impl Rng) -> (String, String) {
     let boundary = draw_boundary(std::iter::once(text), rng);
-    (wrap_with(text, tool, source, &boundary), boundary)
+    (
+        wrap_with(text, &attr(tool), &attr(source), &boundary),
+        boundary,
+    )
 }
 
 /// The text of a part that gets wrapped.
-fn text_of(part: &Content) -> Option<String> {
+fn text_of(part: &Content) -> Option<Cow<'_, str>> {
     match part {
-        Content::Text { text } => Some(text.clone()),
-        Content::Resource { text: Some(t), .. } => Some(t.clone()),
-        Content::Json { value } => Some(value.to_string()),
+        Content::Text { text } => Some(Cow::Borrowed(text)),
+        Content::Resource { text: Some(t), .. } => Some(Cow::Borrowed(t)),
+        Content::Json { value } => Some(Cow::Owned(value.to_string())),
         _ => None,
     }
 }
@@ -118,23 +156,25 @@ pub fn wrap_result(
     source: &str,
     rng: &mut impl Rng,
 ) -> Option<String> {
-    let texts: Vec<(usize, String)> = result
-        .content
-        .iter()
-        .enumerate()
-        .filter_map(|(i, p)| text_of(p).map(|t| (i, t)))
-        .collect();
-    if texts.is_empty() {
-        return None;
-    }
-    let boundary = draw_boundary(texts.iter().map(|(_, t)| t.as_str()), rng);
-    for (index, text) in texts {
-        let wrapped = wrap_with(&text, tool, source, &boundary);
-        if let Some(part) = result.content.get_mut(index) {
-            match part {
-                Content::Resource { text, .. } => *text = Some(wrapped),
-                other => *other = Content::text(wrapped),
+    let boundary = {
+        let texts: Vec<Cow<'_, str>> = result.content.iter().filter_map(text_of).collect();
+        if texts.is_empty() {
+            return None;
+        }
+        draw_boundary(texts.iter().map(AsRef::as_ref), rng)
+    };
+    let (tool, source) = (attr(tool), attr(source));
+    let wrap = |text: &str| wrap_with(text, &tool, &source, &boundary);
+    for part in &mut result.content {
+        match part {
+            Content::Text { text }
+            | Content::Resource {
+                text: Some(text), ..
+            } => {
+                *text = wrap(text);
             }
+            Content::Json { value } => *part = Content::text(wrap(&value.to_string())),
+            _ => {}
         }
     }
     result

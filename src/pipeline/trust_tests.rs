@@ -1,6 +1,6 @@
 use proptest::prelude::*;
+use rand::SeedableRng;
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 use serde_json::json;
 
 use super::*;
@@ -44,7 +44,7 @@ fn hostile_content_cannot_close_the_wrapper() {
 
 #[test]
 fn a_boundary_found_in_the_content_is_redrawn() {
-    let first = format!("{:032x}", StdRng::seed_from_u64(7).random::<u128>());
+    let first = candidate(&mut StdRng::seed_from_u64(7));
     let text = format!("guessed: {}", close(&first));
     let (wrapped, boundary) = wrap(&text, "t", "builtin", &mut StdRng::seed_from_u64(7));
     assert_ne!(boundary, first);
@@ -188,7 +188,7 @@ proptest! {
     fn content_holding_every_early_draw_still_gets_a_fresh_id(seed in any::<u64>()) {
         // The content contains the first three ids the RNG would draw.
         let mut probe = StdRng::seed_from_u64(seed);
-        let text: String = (0..3).map(|_| format!("{:032x}", probe.random::<u128>())).collect();
+        let text: String = (0..3).map(|_| candidate(&mut probe)).collect();
         let (wrapped, boundary) = wrap(&text, "t", "builtin", &mut StdRng::seed_from_u64(seed));
         prop_assert!(!text.contains(&boundary));
         prop_assert_eq!(wrapped.matches(&boundary).count(), 2);

@@ -365,7 +365,17 @@ fn cast_array(schema: &JsonObject, items: &mut [Value], pointer: &str, notes: &m
 
 /// `pointer` extended by `key`, escaped per RFC 6901.
 fn child_pointer(pointer: &str, key: &str) -> String {
-    format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1"))
+    let mut out = String::with_capacity(pointer.len() + key.len() + 1);
+    out.push_str(pointer);
+    out.push('/');
+    for ch in key.chars() {
+        match ch {
+            '~' => out.push_str("~0"),
+            '/' => out.push_str("~1"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// `type value` for a note, the value shortened if long.
