@@ -217,6 +217,46 @@ struct NameFacts {
     default_rules: Box<[usize]>,
     /// Per caller profile, indices into its rules.
     profiles: Box<[Box<[usize]>]>,
+    /// Whether a rule naming the tool looks at arguments. If none does, the
+    /// assessment follows from the definition and the caller profile, and
+    /// is kept in `fixed` instead of being worked out (and its reasons
+    /// written) on every call.
+    args_matter: bool,
+    /// Assessments made while arguments did not matter, per profile slot
+    /// and definition; a handful at most (a name has one definition at a
+    /// time).
+    fixed: std::sync::Mutex<Vec<Fixed>>,
+}
+
+/// A remembered assessment: caller profile slot, definition, answer.
+type Fixed = (Option<usize>, DefKey, Arc<Assessment>);
+
+/// What the policy reads of a tool's definition besides its name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct DefKey {
+    risk: Risk,
+    trust: Trust,
+    source: Source,
+    destructive: Option<bool>,
+}
+
+impl DefKey {
+    fn of(tool: &ToolDef) -> Self {
+        Self {
+            risk: tool.risk,
+            trust: tool.trust,
+            source: tool.source.clone(),
+            destructive: tool.annotations.destructive_hint,
+        }
+    }
+}
+
+impl NameFacts {
+    fn fixed(&self) -> std::sync::MutexGuard<'_, Vec<Fixed>> {
+        self.fixed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 /// The per-name memo of [`NameFacts`]. Cloning yields an empty memo, so a
@@ -376,11 +416,39 @@ impl PolicyConfig {
     }
 
     /// Decides for one call of `tool` with `args` by `caller`.
-    pub fn assess(&self, tool: &ToolDef, args: &Value, caller: &Caller) -> Assessment {
+    pub fn assess(&self, tool: &ToolDef, args: &Value, caller: &Caller) -> Arc<Assessment> {
         let slot = self.callers.iter().position(|p| p.matcher.matches(caller));
+        let facts = self.name_facts(tool.name.as_str());
+        if facts.args_matter {
+            return Arc::new(self.assess_in(tool, args, slot, &facts));
+        }
+        let key = DefKey::of(tool);
+        let known = facts
+            .fixed()
+            .iter()
+            .find(|(s, k, _)| *s == slot && *k == key)
+            .map(|(_, _, a)| a.clone());
+        if let Some(a) = known {
+            return a;
+        }
+        let a = Arc::new(self.assess_in(tool, args, slot, &facts));
+        let mut fixed = facts.fixed();
+        if fixed.len() >= 8 {
+            fixed.clear();
+        }
+        fixed.push((slot, key, a.clone()));
+        a
+    }
+
+    /// [`Self::assess`] for the caller profile in `slot` (`None`: global).
+    fn assess_in(
+        &self,
+        tool: &ToolDef,
+        args: &Value,
+        slot: Option<usize>,
+        facts: &NameFacts,
+    ) -> Assessment {
         let profile = slot.and_then(|i| self.callers.get(i));
-        let name = tool.name.as_str();
-        let facts = self.name_facts(name);
         let tiers = Tiers {
             tiers: [
                 match (profile, slot.and_then(|i| facts.profiles.get(i))) {
@@ -522,11 +590,26 @@ impl PolicyConfig {
                     .filter(|&i| rules.get(i).is_some_and(|r| r.tool.is_match(name)))
                     .collect()
             };
+            let rules = naming(&self.rules);
+            let default_rules = naming(&self.default_rules);
+            let profiles: Box<[Box<[usize]>]> =
+                self.callers.iter().map(|p| naming(&p.rules)).collect();
+            let conditional =
+                |all: &[Rule], ix: &[usize]| tier_rules((all, ix)).any(|r| r.when.is_some());
+            let args_matter = conditional(&self.rules, &rules)
+                || conditional(&self.default_rules, &default_rules)
+                || self
+                    .callers
+                    .iter()
+                    .zip(profiles.iter())
+                    .any(|(p, ix)| conditional(&p.rules, ix));
             NameFacts {
                 table_hit: self.table_hit(name),
-                rules: naming(&self.rules),
-                default_rules: naming(&self.default_rules),
-                profiles: self.callers.iter().map(|p| naming(&p.rules)).collect(),
+                rules,
+                default_rules,
+                profiles,
+                args_matter,
+                fixed: std::sync::Mutex::new(Vec::new()),
             }
         })
     }

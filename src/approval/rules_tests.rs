@@ -358,3 +358,62 @@ fn every_built_in_pattern_compiles() {
     assert_eq!(rules.len(), 9);
     assert_eq!(crate::approval::default_rules(&[]).len(), 8);
 }
+
+#[test]
+fn a_remembered_assessment_follows_the_definition_and_the_caller_profile() {
+    let c = policy(
+        r#"
+[policy]
+preset = "default"
+[[policy.callers]]
+client = "strict-bot*"
+preset = "strict"
+"#,
+    );
+    let low = tool("notes_add", Risk::Low);
+    let high = tool("notes_add", Risk::High);
+    // The same name, asked again: the same answer as the first time.
+    let first = c.assess(&low, &json!({}), &caller());
+    assert_eq!(first, c.assess(&low, &json!({"x": 1}), &caller()));
+    assert_eq!(first.verdict, Verdict::Allow);
+    // The server re-declared the tool as high risk: the memo must not hide it.
+    assert_eq!(c.assess(&high, &json!({}), &caller()).verdict, Verdict::Ask);
+    let hinted = low.clone().with_annotations(Annotations {
+        destructive_hint: Some(true),
+        ..Annotations::default()
+    });
+    let hinted = ToolDef {
+        source: Source::Mcp("notes".into()),
+        ..hinted
+    };
+    assert_eq!(c.assess(&hinted, &json!({}), &caller()).risk, Risk::High);
+    // Another caller profile: its own answer, not the global one.
+    let strict = Caller {
+        client_name: Some("strict-bot 1.0".into()),
+        ..caller()
+    };
+    let write = tool("notes_write", Risk::Medium);
+    assert_eq!(
+        c.assess(&write, &json!({}), &caller()).verdict,
+        Verdict::Allow
+    );
+    assert_eq!(c.assess(&write, &json!({}), &strict).verdict, Verdict::Ask);
+    assert_eq!(
+        c.assess(&write, &json!({}), &caller()).verdict,
+        Verdict::Allow
+    );
+}
+
+#[test]
+fn rules_on_arguments_are_tested_on_every_call() {
+    let c = with_preset(Preset::Default);
+    let shell = tool("shell_exec", Risk::Medium);
+    let harmless = c.assess(&shell, &json!({"command": "ls"}), &caller());
+    let fatal = c.assess(&shell, &json!({"command": "rm -rf /"}), &caller());
+    assert_eq!(fatal.risk, Risk::Critical);
+    assert!(harmless.risk < Risk::Critical, "{harmless:?}");
+    assert_eq!(
+        c.assess(&shell, &json!({"command": "ls"}), &caller()),
+        harmless
+    );
+}

@@ -19,6 +19,8 @@
 //! breaker. Every decision leaves a note (`call.note(StageName::Policy, ..)`)
 //! naming the rule, for the audit log and the UI.
 
+use std::sync::Arc;
+
 use futures::future::BoxFuture;
 
 use super::{Call, CallResult, Next, Stage};
@@ -62,7 +64,9 @@ impl Stage for Policy {
                 .assess(&call.tool.def, &call.args, &call.ctx.caller);
             if a.verdict == Verdict::Deny {
                 note(call, "deny", &a);
-                return Err(CallError::PolicyDenied { reason: a.reason });
+                return Err(CallError::PolicyDenied {
+                    reason: a.reason.clone(),
+                });
             }
             if let Some(result) = self.remembered(call, &a) {
                 return match result {
@@ -119,14 +123,14 @@ impl Policy {
         &self,
         call: &mut Call,
         next: Next<'_>,
-        a: Assessment,
+        a: Arc<Assessment>,
         version: u64,
     ) -> CallResult {
         let Some(approvals) = &self.approvals else {
             note(call, "ask", &a);
             return Err(CallError::NeedsApproval {
                 tool: call.tool_name().to_owned(),
-                reason: a.reason,
+                reason: a.reason.clone(),
             });
         };
         note(call, "ask", &a);
@@ -203,16 +207,20 @@ impl Policy {
     }
 }
 
+/// `allow (low risk) by preset:default: …`. Joined rather than formatted:
+/// it runs on every call.
 fn note(call: &mut Call, verdict: &str, a: &Assessment) {
-    call.note(
-        StageName::Policy,
-        format!(
-            "{verdict} ({} risk) by {}: {}",
-            risk_str(a.risk),
-            a.rule,
-            a.reason
-        ),
-    );
+    let text = [
+        verdict,
+        " (",
+        risk_str(a.risk),
+        " risk) by ",
+        &a.rule,
+        ": ",
+        &a.reason,
+    ]
+    .concat();
+    call.note(StageName::Policy, text);
 }
 
 #[cfg(test)]
