@@ -15,7 +15,7 @@ use tokio::sync::broadcast;
 use tokio::time::Instant;
 
 use crate::approval::{Approvals, PolicyHandle};
-use crate::audit::{AuditLog, CallRecord};
+use crate::audit::AuditLog;
 use crate::config::Config;
 use crate::context::{CallContext, Session};
 use crate::error::CallError;
@@ -249,9 +249,10 @@ impl Engine {
             }
         };
         if let Some(audit) = &inner.audit {
-            let rec =
-                CallRecord::from_reply(ts_ms, session, tool, &args, schema.as_deref(), &reply);
-            if let Err(e) = audit.record_call(rec).await {
+            let recorded = audit
+                .record_reply(ts_ms, session, tool, &args, schema.as_deref(), &reply)
+                .await;
+            if let Err(e) = recorded {
                 reply.result = Err(CallError::internal(format!(
                     "{e}; the reply was withheld because it could not be recorded (the tool may have run)"
                 )));

@@ -26,10 +26,12 @@ pub struct CallRecord {
     /// Session id.
     pub session: String,
     /// Caller as JSON.
+    #[serde(deserialize_with = "json_text")]
     pub caller: String,
     /// Tool name as requested.
     pub tool: String,
     /// Canonical arguments with secrets redacted.
+    #[serde(deserialize_with = "json_text")]
     pub args: String,
     /// Hash of tool + unredacted canonical arguments.
     pub args_hash: String,
@@ -42,8 +44,10 @@ pub struct CallRecord {
     /// Error message as the agent saw it.
     pub error_message: Option<String>,
     /// Stage timings as JSON.
+    #[serde(deserialize_with = "json_text")]
     pub stages: String,
     /// Stage notes as JSON.
+    #[serde(deserialize_with = "json_text")]
     pub notes: String,
     /// Output size in bytes.
     pub output_size: i64,
@@ -54,16 +58,22 @@ pub struct CallRecord {
 }
 
 impl CallRecord {
-    /// The record of `reply`. `args` are the arguments the pipeline ended
-    /// with; `schema` (if the tool was found) says which are secret.
-    pub fn from_reply(
+    /// The journal form of a finished call: this record as one JSON object,
+    /// written in a single pass on the caller's thread. The JSON columns
+    /// (args, caller, stages, notes) are embedded as JSON rather than as
+    /// strings of JSON, so nothing is escaped twice and no column is built
+    /// as a string first; the writer thread reads the object back into a
+    /// [`CallRecord`] off the reply path. `args` are the arguments the
+    /// pipeline ended with; `schema` (if the tool was found) says which are
+    /// secret.
+    pub(crate) fn journal_body(
         ts_ms: i64,
         session: &Session,
         tool: &str,
         args: &Value,
         schema: Option<&JsonObject>,
         reply: &CallReply,
-    ) -> Self {
+    ) -> Vec<u8> {
         let shown = match schema {
             Some(s) => redact_secrets(s, args),
             None => Cow::Borrowed(args),
@@ -76,43 +86,75 @@ impl CallRecord {
             Cow::Owned(_) => call_hash(tool, args),
         };
         let ran = reply.trace.iter().any(|(s, _)| *s == StageName::Execute);
-        let (outcome, error_kind, error_message, output_size, output_digest) = match &reply.result {
+        let mut b = Body(Vec::with_capacity(384 + args_json.len()));
+        b.raw("{\"ts_ms\":");
+        b.json(&ts_ms);
+        b.raw(",\"call_id\":");
+        b.json(&i64::try_from(reply.call_id).unwrap_or(i64::MAX));
+        b.raw(",\"session\":");
+        b.json(session.id.as_str());
+        b.raw(",\"caller\":");
+        b.json(&*session.caller);
+        b.raw(",\"tool\":");
+        b.json(tool);
+        b.raw(",\"args\":");
+        b.raw(&args_json);
+        b.raw(",\"args_hash\":");
+        b.json(&args_hash);
+        b.raw(",\"decision\":");
+        b.json(if ran { "allowed" } else { "refused" });
+        match &reply.result {
             Ok(r) => {
-                let digest = digest_json(r);
-                (
-                    if r.is_error { "tool_error" } else { "ok" },
-                    None,
-                    None,
-                    r.size(),
-                    Some(digest),
-                )
+                b.raw(",\"outcome\":");
+                b.json(if r.is_error { "tool_error" } else { "ok" });
+                b.raw(",\"output_size\":");
+                b.json(&i64::try_from(r.size()).unwrap_or(i64::MAX));
+                b.raw(",\"output_digest\":");
+                b.json(&digest_json(r));
             }
-            Err(e) => (
-                "error",
-                Some(e.kind().to_string()),
-                Some(e.to_string()),
-                0,
-                None,
-            ),
-        };
-        Self {
-            ts_ms,
-            call_id: i64::try_from(reply.call_id).unwrap_or(i64::MAX),
-            session: session.id.to_string(),
-            caller: serde_json::to_string(&*session.caller).unwrap_or_default(),
-            tool: tool.to_owned(),
-            args: args_json,
-            args_hash,
-            decision: Cow::Borrowed(if ran { "allowed" } else { "refused" }),
-            outcome: Cow::Borrowed(outcome),
-            error_kind,
-            error_message,
-            stages: timings_json(&reply.trace),
-            notes: serde_json::to_string(&reply.notes).unwrap_or_default(),
-            output_size: i64::try_from(output_size).unwrap_or(i64::MAX),
-            output_digest,
-            elapsed_us: i64::try_from(reply.elapsed.as_micros()).unwrap_or(i64::MAX),
+            Err(e) => {
+                b.raw(",\"outcome\":\"error\",\"output_size\":0,\"error_kind\":");
+                b.json(e.kind().as_str());
+                b.raw(",\"error_message\":");
+                b.json(&e.to_string());
+            }
         }
+        b.raw(",\"stages\":");
+        b.raw(&timings_json(&reply.trace));
+        b.raw(",\"notes\":");
+        b.json(&reply.notes);
+        b.raw(",\"elapsed_us\":");
+        b.json(&i64::try_from(reply.elapsed.as_micros()).unwrap_or(i64::MAX));
+        b.raw("}");
+        b.0
+    }
+}
+
+/// A journal body being written.
+struct Body(Vec<u8>);
+
+impl Body {
+    /// Text that is already JSON (or JSON syntax).
+    fn raw(&mut self, text: &str) {
+        self.0.extend_from_slice(text.as_bytes());
+    }
+
+    /// A value as JSON. Writing to a `Vec` cannot fail, and none of the
+    /// values written here has a serialiser that can.
+    fn json(&mut self, value: &(impl Serialize + ?Sized)) {
+        let _ = serde_json::to_writer(&mut self.0, value);
+    }
+}
+
+/// Reads a JSON column: embedded as JSON (journal bodies) or as a string
+/// holding JSON (rows serialised with serde); either way its JSON text.
+fn json_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let raw = <Box<serde_json::value::RawValue> as serde::Deserialize>::deserialize(d)?;
+    let text = raw.get();
+    if text.starts_with('"') {
+        serde_json::from_str(text).map_err(serde::de::Error::custom)
+    } else {
+        Ok(text.to_owned())
     }
 }
 
@@ -306,5 +348,91 @@ mod tests {
             serde_json::to_vec(&value).unwrap_or_default(),
         ));
         assert_eq!(digest_json(&value), whole);
+    }
+
+    fn reply(result: Result<crate::tool::ToolResult, crate::error::CallError>) -> CallReply {
+        CallReply {
+            call_id: 7,
+            result,
+            elapsed: std::time::Duration::from_micros(250),
+            notes: vec![(StageName::Policy, "allow \"quoted\" → ok".into())],
+            trace: vec![
+                (StageName::Execute, std::time::Duration::from_micros(200)),
+                (StageName::Policy, std::time::Duration::from_micros(240)),
+            ],
+        }
+    }
+
+    fn body_of(reply: &CallReply, args: &Value, schema: Option<&JsonObject>) -> CallRecord {
+        let session = Session::new("s-1", crate::context::Caller::via("test"));
+        let body = CallRecord::journal_body(1_700, &session, "fs_read", args, schema, reply);
+        serde_json::from_slice(&body)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&body)))
+    }
+
+    #[test]
+    fn a_journal_body_reads_back_as_the_row_it_describes() {
+        let result = crate::tool::ToolResult {
+            content: vec![crate::tool::Content::text("line \"one\"\nline two")],
+            ..Default::default()
+        };
+        let args = json!({"path": "a \"b\".txt", "n": [1, 2.5, null]});
+        let r = reply(Ok(result.clone()));
+        let rec = body_of(&r, &args, None);
+        assert_eq!(rec.ts_ms, 1_700);
+        assert_eq!(rec.call_id, 7);
+        assert_eq!(rec.session, "s-1");
+        assert_eq!(rec.tool, "fs_read");
+        assert_eq!(rec.args, canonical_json(&args));
+        assert_eq!(rec.args_hash, call_hash("fs_read", &args));
+        assert_eq!(rec.decision, "allowed");
+        assert_eq!(rec.outcome, "ok");
+        assert_eq!((rec.error_kind, rec.error_message), (None, None));
+        assert_eq!(rec.output_size, i64::try_from(result.size()).unwrap_or(-1));
+        assert_eq!(rec.output_digest, Some(digest_json(&result)));
+        assert_eq!(rec.stages, r#"[["execute",200],["policy",240]]"#);
+        let notes: Value = serde_json::from_str(&rec.notes).unwrap_or(Value::Null);
+        assert_eq!(notes, json!([["policy", "allow \"quoted\" → ok"]]));
+        let caller: Value = serde_json::from_str(&rec.caller).unwrap_or(Value::Null);
+        assert_eq!(caller["via"], "test");
+        assert_eq!(rec.elapsed_us, 250);
+    }
+
+    #[test]
+    fn a_refused_call_is_journaled_with_its_error_and_redacted_arguments() {
+        let schema = match json!({"type": "object", "properties": {"token": {"type": "string", "writeOnly": true}}})
+        {
+            Value::Object(o) => o,
+            _ => unreachable!(),
+        };
+        let mut r = reply(Err(crate::error::CallError::PolicyDenied {
+            reason: "no \"way\"".into(),
+        }));
+        r.trace.retain(|(s, _)| *s != StageName::Execute);
+        let args = json!({"token": "s3cret"});
+        let rec = body_of(&r, &args, Some(&schema));
+        assert_eq!(rec.decision, "refused");
+        assert_eq!(rec.outcome, "error");
+        assert_eq!(rec.error_kind.as_deref(), Some("policy_denied"));
+        assert!(
+            rec.error_message
+                .as_deref()
+                .is_some_and(|m| m.contains("no \"way\""))
+        );
+        assert_eq!((rec.output_size, rec.output_digest), (0, None));
+        assert!(!rec.args.contains("s3cret"), "{}", rec.args);
+        // The hash is of the real arguments, so equal calls still match.
+        assert_eq!(rec.args_hash, call_hash("fs_read", &args));
+    }
+
+    #[test]
+    fn rows_serialised_with_serde_read_back_the_same() {
+        // Journals written by `record_call` (and by earlier versions) hold
+        // the JSON columns as strings; both forms must read back alike.
+        let r = reply(Ok(crate::tool::ToolResult::default()));
+        let rec = body_of(&r, &json!({"q": "x"}), None);
+        let line = serde_json::to_vec(&rec).unwrap_or_default();
+        let again: CallRecord = serde_json::from_slice(&line).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(again, rec);
     }
 }

@@ -96,13 +96,18 @@ impl Spool {
         Ok(())
     }
 
-    /// Appends `rec` with the next id in one write; returns the id. Once
-    /// this returns the row survives the process being killed.
-    pub(super) fn append(&self, rec: &CallRecord) -> std::io::Result<i64> {
+    /// Appends a row (`body`: a [`CallRecord`] as a JSON object) with the
+    /// next id, as `[id,body]`, in one write; returns the id. Once this
+    /// returns the row survives the process being killed.
+    pub(super) fn append(&self, body: &[u8]) -> std::io::Result<i64> {
         let mut s = self.lock();
         let id = s.next_id;
-        let mut line = serde_json::to_vec(&(id, rec)).map_err(std::io::Error::other)?;
-        line.push(b'\n');
+        let mut line = Vec::with_capacity(body.len() + 24);
+        line.push(b'[');
+        serde_json::to_writer(&mut line, &id).map_err(std::io::Error::other)?;
+        line.push(b',');
+        line.extend_from_slice(body);
+        line.extend_from_slice(b"]\n");
         s.file.write_all(&line)?;
         s.next_id += 1;
         s.bytes += line.len() as u64;

@@ -114,7 +114,25 @@ impl AuditLog {
     /// # Errors
     /// The write failed or the log is closed.
     pub async fn record_call(&self, rec: CallRecord) -> Result<(), AuditError> {
-        self.writer.call(rec).await
+        let body = serde_json::to_vec(&rec).map_err(|e| AuditError::Write(e.to_string()))?;
+        self.writer.call(body).await
+    }
+
+    /// Records a finished call, like [`Self::record_call`], with its row
+    /// written straight into journal form (see
+    /// [`CallRecord::journal_body`]): the engine's path, where every
+    /// microsecond is on the agent's reply.
+    pub(crate) async fn record_reply(
+        &self,
+        ts_ms: i64,
+        session: &crate::context::Session,
+        tool: &str,
+        args: &serde_json::Value,
+        schema: Option<&crate::tool::JsonObject>,
+        reply: &crate::engine::CallReply,
+    ) -> Result<(), AuditError> {
+        let body = CallRecord::journal_body(ts_ms, session, tool, args, schema, reply);
+        self.writer.call(body).await
     }
 
     /// Queues an event row without waiting. Events are a record for people,
