@@ -86,8 +86,14 @@ fn draw_boundary<'t>(texts: impl Iterator<Item = &'t str> + Clone, rng: &mut imp
 }
 
 /// Escapes an attribute value so a source name cannot end the opening tag.
-fn attr(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
+fn attr(value: &str) -> Cow<'_, str> {
+    if !value
+        .bytes()
+        .any(|b| matches!(b, b'"' | b'<' | b'>' | b'&'))
+    {
+        return Cow::Borrowed(value);
+    }
+    let mut out = String::with_capacity(value.len() + 8);
     for ch in value.chars() {
         match ch {
             '"' => out.push_str("&quot;"),
@@ -97,7 +103,7 @@ fn attr(value: &str) -> String {
             c => out.push(c),
         }
     }
-    out
+    Cow::Owned(out)
 }
 
 /// Wraps `text` with an existing boundary (which must not occur in it);

@@ -56,7 +56,7 @@ impl fmt::Display for CastNote {
 /// Never panics; values it cannot cast are left for validation to report.
 pub fn cast_args(schema: &JsonObject, args: &mut Value) -> Vec<CastNote> {
     let mut notes = Vec::new();
-    cast_value(schema, args, "", &mut notes);
+    cast_value(schema, args, &Ptr::Root, &mut notes);
     notes
 }
 
@@ -67,15 +67,15 @@ const UNGUESSABLE: [&str; 4] = ["anyOf", "oneOf", "allOf", "$ref"];
 /// Longest rendering of a value inside a note.
 const SHOW_MAX: usize = 60;
 
-fn cast_value(schema: &JsonObject, value: &mut Value, pointer: &str, notes: &mut Vec<CastNote>) {
+fn cast_value(schema: &JsonObject, value: &mut Value, at: &Ptr<'_>, notes: &mut Vec<CastNote>) {
     if UNGUESSABLE.iter().any(|k| schema.contains_key(*k)) {
         return;
     }
-    cast_type(schema, value, pointer, notes);
-    cast_enum(schema, value, pointer, notes);
+    cast_type(schema, value, at, notes);
+    cast_enum(schema, value, at, notes);
     match value {
-        Value::Object(map) => cast_object(schema, map, pointer, notes),
-        Value::Array(items) => cast_array(schema, items, pointer, notes),
+        Value::Object(map) => cast_object(schema, map, at, notes),
+        Value::Array(items) => cast_array(schema, items, at, notes),
         _ => {}
     }
 }
@@ -89,7 +89,7 @@ fn listed_types(schema: &JsonObject) -> Vec<&str> {
     }
 }
 
-fn cast_type(schema: &JsonObject, value: &mut Value, pointer: &str, notes: &mut Vec<CastNote>) {
+fn cast_type(schema: &JsonObject, value: &mut Value, at: &Ptr<'_>, notes: &mut Vec<CastNote>) {
     let types = listed_types(schema);
     if types.is_empty() {
         return;
@@ -98,21 +98,21 @@ fn cast_type(schema: &JsonObject, value: &mut Value, pointer: &str, notes: &mut 
         if types.contains(&"integer")
             && let Some(int) = integral_float(value)
         {
-            replace(value, int, pointer, notes);
+            replace(value, int, at, notes);
         }
         return;
     }
     if let Some(cast) = types.iter().find_map(|t| cast_to(value, t)) {
-        replace(value, cast, pointer, notes);
+        replace(value, cast, at, notes);
     }
 }
 
 /// Replaces `value` with `new`, noting the change.
-fn replace(value: &mut Value, new: Value, pointer: &str, notes: &mut Vec<CastNote>) {
+fn replace(value: &mut Value, new: Value, at: &Ptr<'_>, notes: &mut Vec<CastNote>) {
     let change = format!("{} → {}", describe(value), describe(&new));
     *value = new;
     notes.push(CastNote {
-        pointer: pointer.to_owned(),
+        pointer: at.render(),
         change,
     });
 }
@@ -226,7 +226,7 @@ fn from_json_text(value: &Value, ty: &str) -> Option<Value> {
 /// case and surrounding whitespace (`"Warm"` → `"warm"`, `"2"` → `2`).
 /// Options the `type` keyword rules out are skipped, so a contradictory
 /// schema cannot make two casts undo each other.
-fn cast_enum(schema: &JsonObject, value: &mut Value, pointer: &str, notes: &mut Vec<CastNote>) {
+fn cast_enum(schema: &JsonObject, value: &mut Value, at: &Ptr<'_>, notes: &mut Vec<CastNote>) {
     let (Some(Value::Array(options)), Value::String(s)) = (schema.get("enum"), &*value) else {
         return;
     };
@@ -245,65 +245,48 @@ fn cast_enum(schema: &JsonObject, value: &mut Value, pointer: &str, notes: &mut 
     });
     if let (Some(only), None) = (matches.next(), matches.next()) {
         let only = only.clone();
-        replace(value, only, pointer, notes);
+        replace(value, only, at, notes);
     }
 }
 
-fn cast_object(
-    schema: &JsonObject,
-    map: &mut JsonObject,
-    pointer: &str,
-    notes: &mut Vec<CastNote>,
-) {
+fn cast_object(schema: &JsonObject, map: &mut JsonObject, at: &Ptr<'_>, notes: &mut Vec<CastNote>) {
     let props = schema.get("properties").and_then(Value::as_object);
     if let Some(props) = props {
-        rename_keys(props, map, pointer, notes);
+        rename_keys(props, map, at, notes);
     }
     let closed = schema.get("additionalProperties") == Some(&Value::Bool(false))
         && !schema.contains_key("patternProperties");
+    if closed {
+        // Collecting an empty iterator allocates nothing: the usual case.
+        let unknown: Vec<String> = map
+            .keys()
+            .filter(|k| props.is_none_or(|p| !p.contains_key(*k)))
+            .cloned()
+            .collect();
+        for key in unknown {
+            map.remove(&key);
+            notes.push(CastNote {
+                pointer: Ptr::Key(at, &key).render(),
+                change: format!("dropped unknown argument `{key}`"),
+            });
+        }
+    }
     let extra = schema
         .get("additionalProperties")
         .and_then(Value::as_object);
-    let keys: Vec<String> = map.keys().cloned().collect();
-    for key in keys {
-        let child = child_pointer(pointer, &key);
-        match props.and_then(|p| p.get(&key)) {
-            Some(sub) => cast_child(sub, map.get_mut(&key), &child, notes),
-            None if closed => {
-                map.remove(&key);
-                notes.push(CastNote {
-                    pointer: child,
-                    change: format!("dropped unknown argument `{key}`"),
-                });
-            }
-            None => {
-                if let Some(extra) = extra {
-                    cast_child_obj(extra, map.get_mut(&key), &child, notes);
-                }
-            }
+    for (key, value) in map.iter_mut() {
+        let sub = match props.and_then(|p| p.get(key)) {
+            Some(declared) => declared.as_object(),
+            None => extra,
+        };
+        if let Some(sub) = sub {
+            cast_value(sub, value, &Ptr::Key(at, key), notes);
         }
     }
 }
 
-fn cast_child(sub: &Value, value: Option<&mut Value>, pointer: &str, notes: &mut Vec<CastNote>) {
-    if let Some(sub) = sub.as_object() {
-        cast_child_obj(sub, value, pointer, notes);
-    }
-}
-
-fn cast_child_obj(
-    sub: &JsonObject,
-    value: Option<&mut Value>,
-    pointer: &str,
-    notes: &mut Vec<CastNote>,
-) {
-    if let Some(value) = value {
-        cast_value(sub, value, pointer, notes);
-    }
-}
-
 /// Renames undeclared keys to the declared property they evidently mean.
-fn rename_keys(props: &JsonObject, map: &mut JsonObject, pointer: &str, notes: &mut Vec<CastNote>) {
+fn rename_keys(props: &JsonObject, map: &mut JsonObject, at: &Ptr<'_>, notes: &mut Vec<CastNote>) {
     let undeclared: Vec<String> = map
         .keys()
         .filter(|k| !props.contains_key(*k))
@@ -319,7 +302,7 @@ fn rename_keys(props: &JsonObject, map: &mut JsonObject, pointer: &str, notes: &
         if let Some(v) = map.remove(&raw) {
             map.insert(target.to_owned(), v);
             notes.push(CastNote {
-                pointer: child_pointer(pointer, target),
+                pointer: Ptr::Key(at, target).render(),
                 change: format!("renamed argument `{raw}` → `{target}`"),
             });
         }
@@ -341,16 +324,20 @@ fn declared_match<'p>(props: &'p JsonObject, raw: &str) -> Option<&'p str> {
     }
 }
 
-fn cast_array(schema: &JsonObject, items: &mut [Value], pointer: &str, notes: &mut Vec<CastNote>) {
+fn cast_array(schema: &JsonObject, items: &mut [Value], at: &Ptr<'_>, notes: &mut Vec<CastNote>) {
     let prefix: &[Value] = match (schema.get("prefixItems"), schema.get("items")) {
         (Some(Value::Array(p)), _) | (None, Some(Value::Array(p))) => p,
         _ => &[],
     };
     let rest = schema.get("items").and_then(Value::as_object);
     for (i, item) in items.iter_mut().enumerate() {
-        let child = format!("{pointer}/{i}");
+        let child = Ptr::Index(at, i);
         match prefix.get(i) {
-            Some(sub) => cast_child(sub, Some(item), &child, notes),
+            Some(sub) => {
+                if let Some(sub) = sub.as_object() {
+                    cast_value(sub, item, &child, notes);
+                }
+            }
             None if prefix.is_empty() || schema.contains_key("prefixItems") => {
                 if let Some(rest) = rest {
                     cast_value(rest, item, &child, notes);
@@ -363,19 +350,45 @@ fn cast_array(schema: &JsonObject, items: &mut [Value], pointer: &str, notes: &m
     }
 }
 
-/// `pointer` extended by `key`, escaped per RFC 6901.
-fn child_pointer(pointer: &str, key: &str) -> String {
-    let mut out = String::with_capacity(pointer.len() + key.len() + 1);
-    out.push_str(pointer);
-    out.push('/');
-    for ch in key.chars() {
-        match ch {
-            '~' => out.push_str("~0"),
-            '/' => out.push_str("~1"),
-            c => out.push(c),
+/// Where a value sits in the arguments. Rendered as a JSON pointer only
+/// when a note needs one: most calls need no note, and building a pointer
+/// string for every argument cost more than casting it.
+#[derive(Clone, Copy)]
+enum Ptr<'a> {
+    Root,
+    Key(&'a Ptr<'a>, &'a str),
+    Index(&'a Ptr<'a>, usize),
+}
+
+impl Ptr<'_> {
+    /// The JSON pointer (RFC 6901; `""` for the whole object).
+    fn render(&self) -> String {
+        let mut out = String::new();
+        self.write(&mut out);
+        out
+    }
+
+    fn write(&self, out: &mut String) {
+        match self {
+            Self::Root => {}
+            Self::Key(parent, key) => {
+                parent.write(out);
+                out.push('/');
+                for ch in key.chars() {
+                    match ch {
+                        '~' => out.push_str("~0"),
+                        '/' => out.push_str("~1"),
+                        c => out.push(c),
+                    }
+                }
+            }
+            Self::Index(parent, i) => {
+                parent.write(out);
+                out.push('/');
+                out.push_str(&i.to_string());
+            }
         }
     }
-    out
 }
 
 /// `type value` for a note, the value shortened if long.
