@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::canonical::{call_hash, canonical_json, hash_canonical};
+use crate::canonical::{call_hash, canonical_json, hash_canonical, sha256_hex};
 use crate::context::Session;
 use crate::engine::CallReply;
 use crate::events::StageName;
@@ -120,7 +120,7 @@ impl CallRecord {
             }
         }
         b.raw(",\"stages\":");
-        b.raw(&timings_json(&reply.trace));
+        b.timings(&reply.trace);
         b.raw(",\"notes\":");
         b.json(&reply.notes);
         b.raw(",\"elapsed_us\":");
@@ -144,6 +144,21 @@ impl Body {
     fn json(&mut self, value: &(impl Serialize + ?Sized)) {
         let _ = serde_json::to_writer(&mut self.0, value);
     }
+
+    /// `[["execute",12],["timeout",14],...]`: stage names and
+    /// microseconds, without the formatting machinery (a dozen entries on
+    /// every call).
+    fn timings(&mut self, trace: &[(StageName, std::time::Duration)]) {
+        self.raw("[");
+        for (i, (stage, d)) in trace.iter().enumerate() {
+            self.raw(if i > 0 { ",[\"" } else { "[\"" });
+            self.raw(stage.as_str());
+            self.raw("\",");
+            self.json(&u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+            self.raw("]");
+        }
+        self.raw("]");
+    }
 }
 
 /// Reads a JSON column: embedded as JSON (journal bodies) or as a string
@@ -156,21 +171,6 @@ fn json_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error>
     } else {
         Ok(text.to_owned())
     }
-}
-
-/// `[["execute",12],["timeout",14],...]`: stage names and microseconds.
-fn timings_json(trace: &[(StageName, std::time::Duration)]) -> String {
-    use std::fmt::Write;
-    let mut out = String::with_capacity(16 + 20 * trace.len());
-    out.push('[');
-    for (i, (stage, d)) in trace.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        let _ = write!(out, "[\"{}\",{}]", stage.as_str(), d.as_micros());
-    }
-    out.push(']');
-    out
 }
 
 /// SHA-256 of a value's JSON, hex-encoded, hashed as it is written rather
@@ -188,7 +188,7 @@ fn digest_json(value: &impl Serialize) -> String {
     }
     let mut w = HashWriter(Sha256::new());
     let _ = serde_json::to_writer(&mut w, value);
-    hex::encode(w.0.finalize())
+    sha256_hex(w.0)
 }
 
 /// Whether a property schema marks its value as secret: `writeOnly: true`
@@ -336,9 +336,14 @@ mod tests {
             (StageName::Execute, std::time::Duration::from_micros(12)),
             (StageName::LoopGuard, std::time::Duration::from_nanos(1_999)),
         ];
-        let v: Value = serde_json::from_str(&timings_json(&trace)).unwrap_or(Value::Null);
+        let timings = |trace: &[(StageName, std::time::Duration)]| {
+            let mut b = Body(Vec::new());
+            b.timings(trace);
+            String::from_utf8(b.0).unwrap_or_default()
+        };
+        let v: Value = serde_json::from_str(&timings(&trace)).unwrap_or(Value::Null);
         assert_eq!(v, json!([["execute", 12], ["loop_guard", 1]]));
-        assert_eq!(timings_json(&[]), "[]");
+        assert_eq!(timings(&[]), "[]");
     }
 
     #[test]
