@@ -338,6 +338,11 @@ pub struct CallerPolicy {
 }
 
 /// Policy settings: the validated `[policy]` table plus per-tool overrides.
+///
+/// Set the fields before the first [`assess`](Self::assess), then leave
+/// them: answers are memoised per value (`name_cache`), and a live
+/// policy is changed by swapping in a new value (`PolicyHandle`), whose
+/// memo starts empty, never by editing one in place.
 #[derive(Debug, Clone)]
 pub struct PolicyConfig {
     /// The preset. Default [`Preset::Default`].
