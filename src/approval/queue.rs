@@ -100,7 +100,7 @@ pub enum Answer {
 /// "Always" part of a decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Always {
-    /// SCOPE syntax (see [`super::scope`]), e.g. `tool` or
+    /// SCOPE syntax (see `docs/policy.md`), e.g. `tool` or
     /// `/path:path=~/proj/**`.
     pub scope: String,
     /// The remembered rule expires after this long; `None` = until revoked.

@@ -201,7 +201,7 @@ fn is_secret(prop: &Value) -> bool {
 }
 
 /// `args` with every secret argument (at any depth of nested objects)
-/// replaced by [`REDACTED`].
+/// replaced by `"[redacted]"`.
 pub fn redact_secrets<'a>(schema: &JsonObject, args: &'a Value) -> Cow<'a, Value> {
     if has_secret(schema, args) {
         Cow::Owned(redacted(schema, args))

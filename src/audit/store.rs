@@ -107,9 +107,9 @@ impl AuditLog {
         &self.path
     }
 
-    /// Records a call; returns once its row is durable (journaled, see
-    /// [`spool`](super::spool)); it is in SQLite a moment later, and
-    /// every read through this handle waits for that.
+    /// Records a call; returns once its row is durable (appended to the
+    /// call journal beside the database); it is in SQLite a moment later,
+    /// and every read through this handle waits for that.
     ///
     /// # Errors
     /// The write failed or the log is closed.
