@@ -90,14 +90,20 @@ pub fn hash_canonical(tool: &str, canonical_args: &str) -> String {
     sha256_hex(h)
 }
 
-/// A finished SHA-256 as 64 lowercase hex digits. `hex::encode` collects
-/// chars one by one; encoding into a buffer is several times cheaper, and
-/// this runs twice per audited call.
+/// A finished SHA-256 as 64 lowercase hex digits; this runs twice per
+/// audited call.
 pub fn sha256_hex(h: Sha256) -> String {
-    let mut buf = [0u8; 64];
-    match hex::encode_to_slice(h.finalize(), &mut buf) {
+    hex_lower(&h.finalize())
+}
+
+/// `bytes` as lowercase hex. `hex::encode` collects chars one by one;
+/// encoding into a buffer is several times cheaper.
+pub fn hex_lower(bytes: &[u8]) -> String {
+    let mut buf = vec![0u8; bytes.len() * 2];
+    match hex::encode_to_slice(bytes, &mut buf) {
+        // Hex digits are ASCII, so this never copies.
         Ok(()) => String::from_utf8_lossy(&buf).into_owned(),
-        // Unreachable: 32 bytes always fit 64 digits.
+        // Unreachable: the buffer is exactly twice the input.
         Err(_) => String::new(),
     }
 }

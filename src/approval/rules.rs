@@ -591,8 +591,11 @@ impl PolicyConfig {
     fn name_facts(&self, name: &str) -> Arc<NameFacts> {
         self.name_cache.get_or(name, || {
             let naming = |rules: &[Rule]| -> Box<[usize]> {
-                (0..rules.len())
-                    .filter(|&i| rules.get(i).is_some_and(|r| r.tool.is_match(name)))
+                rules
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, r)| r.tool.is_match(name))
+                    .map(|(i, _)| i)
                     .collect()
             };
             let rules = naming(&self.rules);

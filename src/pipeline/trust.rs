@@ -62,13 +62,7 @@ pub fn system_prompt() -> &'static str {
 
 /// One candidate boundary: 128 random bits as 32 lowercase hex digits.
 pub(crate) fn candidate(rng: &mut impl Rng) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(32);
-    for b in rng.random::<[u8; 16]>() {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 0xf)]));
-    }
-    out
+    crate::canonical::hex_lower(&rng.random::<[u8; 16]>())
 }
 
 /// Draws a 128-bit hex boundary that occurs in none of `texts`.
@@ -109,8 +103,8 @@ fn attr(value: &str) -> Cow<'_, str> {
 /// Wraps `text` with an existing boundary (which must not occur in it);
 /// `tool` and `source` are already escaped with [`attr`].
 fn wrap_with(text: &str, tool: &str, source: &str, boundary: &str) -> String {
-    // Pushed piece by piece rather than with `format!`: this runs on every
-    // external call and the formatting machinery cost more than the copy.
+    // Joined rather than formatted: this runs on every external call and
+    // the formatting machinery cost more than the copy.
     let pieces = [
         "<",
         TAG,
@@ -128,9 +122,7 @@ fn wrap_with(text: &str, tool: &str, source: &str, boundary: &str) -> String {
         boundary,
         "\">",
     ];
-    let mut out = String::with_capacity(pieces.iter().map(|p| p.len()).sum());
-    pieces.iter().for_each(|p| out.push_str(p));
-    out
+    pieces.concat()
 }
 
 /// Wraps `text` in a fresh boundary; returns the wrapped text and the
