@@ -249,9 +249,8 @@ impl Engine {
             }
         };
         if let Some(audit) = &inner.audit {
-            let recorded = audit
-                .record_reply(ts_ms, session, tool, &args, schema.as_deref(), &reply)
-                .await;
+            let recorded =
+                audit.record_reply(ts_ms, session, tool, &args, schema.as_deref(), &reply);
             if let Err(e) = recorded {
                 reply.result = Err(CallError::internal(format!(
                     "{e}; the reply was withheld because it could not be recorded (the tool may have run)"

@@ -463,7 +463,8 @@ async fn every_call_is_in_the_audit_log_before_the_reply_with_secrets_redacted()
         .result
         .unwrap_err();
     e.call(&s, "nope", json!({})).await.result.unwrap_err();
-    // No flush: each reply is only returned after its row committed.
+    // No flush, and a second handle (as `toolgate audit` beside the
+    // daemon): each reply was only returned after its row was journaled.
     let rows = AuditLog::open(&db)
         .await
         .unwrap()

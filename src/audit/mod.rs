@@ -6,10 +6,10 @@
 //! is never missing after `kill -9`: the bytes are in the OS page cache,
 //! which a killed process does not lose (only a power cut could lose the
 //! last rows, as with SQLite's WAL at `synchronous = NORMAL`). A writer
-//! thread moves rows into SQLite in groups of up to [`MAX_BATCH`] per
-//! transaction (STACK.md §5: ≈12k rows/s batched vs ≈3.7k/s one per
-//! commit) and empties the journal once everything in it is committed; the
-//! next start recovers what a killed process left there.
+//! thread reads the journal on and moves its rows into SQLite in groups,
+//! one transaction each (STACK.md §5: ≈12k rows/s batched vs ≈3.7k/s one
+//! per commit), and empties the journal once everything in it is
+//! committed; the next start recovers what a killed process left there.
 
 mod record;
 mod spool;
@@ -19,4 +19,3 @@ mod writer;
 pub use record::{CallRecord, CallRow, EventRow, redact_secrets};
 pub(crate) use store::now_ms;
 pub use store::{AuditError, AuditLog};
-pub use writer::MAX_BATCH;

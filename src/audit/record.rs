@@ -284,6 +284,31 @@ pub struct CallRow {
     pub elapsed_us: i64,
 }
 
+impl CallRow {
+    /// The row a record becomes under row id `id`.
+    pub(crate) fn from_record(id: i64, r: CallRecord) -> Self {
+        Self {
+            id,
+            ts_ms: r.ts_ms,
+            call_id: r.call_id,
+            session: r.session,
+            caller: r.caller,
+            tool: r.tool,
+            args: r.args,
+            args_hash: r.args_hash,
+            decision: r.decision.into_owned(),
+            outcome: r.outcome.into_owned(),
+            error_kind: r.error_kind,
+            error_message: r.error_message,
+            stages: r.stages,
+            notes: r.notes,
+            output_size: r.output_size,
+            output_digest: r.output_digest,
+            elapsed_us: r.elapsed_us,
+        }
+    }
+}
+
 /// An event row as read back.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
 pub struct EventRow {

@@ -19,7 +19,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
@@ -35,6 +35,9 @@ const ROTATE_BYTES: u64 = 1 << 20;
 #[derive(Debug)]
 pub(super) struct Spool {
     state: Mutex<State>,
+    /// The writer thread's own handle on the file, for positioned reads
+    /// that never wait for an append.
+    reader: File,
     path: PathBuf,
 }
 
@@ -42,13 +45,12 @@ pub(super) struct Spool {
 struct State {
     file: File,
     next_id: i64,
+    /// Bytes of complete rows in the journal.
     bytes: u64,
-    /// Rows appended since the journal was last emptied.
-    spooled: u64,
-    /// Of those, rows committed to SQLite.
-    ingested: u64,
+    /// A failed append left bytes that could not be cut off; appending
+    /// more would misplace every later row, so appends fail (closed).
+    torn: bool,
 }
-
 /// What opening the journal found.
 pub(super) enum Opened {
     /// This process owns it; these rows were left by a killed process.
@@ -70,17 +72,18 @@ impl Spool {
         if flock(&file, FlockOperation::NonBlockingLockExclusive).is_err() {
             return Ok(Opened::Busy);
         }
-        let left = read_rows(&file, &path)?;
+        let left = left_rows(&file, &path)?;
+        let reader = file.try_clone()?;
         let state = State {
             file,
             next_id: 1,
             bytes: 0,
-            spooled: 0,
-            ingested: 0,
+            torn: false,
         };
         Ok(Opened::Owned(
             Self {
                 state: Mutex::new(state),
+                reader,
                 path,
             },
             left,
@@ -101,6 +104,11 @@ impl Spool {
     /// returns the row survives the process being killed.
     pub(super) fn append(&self, body: &[u8]) -> std::io::Result<i64> {
         let mut s = self.lock();
+        if s.torn {
+            return Err(std::io::Error::other(
+                "the journal holds an unfinished row that could not be removed",
+            ));
+        }
         let id = s.next_id;
         let mut line = Vec::with_capacity(body.len() + 24);
         line.push(b'[');
@@ -108,26 +116,44 @@ impl Spool {
         line.push(b',');
         line.extend_from_slice(body);
         line.extend_from_slice(b"]\n");
-        s.file.write_all(&line)?;
+        if let Err(e) = s.file.write_all(&line) {
+            // Leave no fragment for the next row to be glued to: the
+            // writer reads rows by their byte ranges.
+            let end = s.bytes;
+            s.torn = s.file.set_len(end).is_err();
+            return Err(e);
+        }
         s.next_id += 1;
         s.bytes += line.len() as u64;
-        s.spooled += 1;
         Ok(id)
     }
 
-    /// Counts `n` rows as committed to SQLite; empties the journal when it
-    /// is large and holds nothing that is not committed.
-    pub(super) fn ingested(&self, n: u64) {
+    /// Where the complete rows end: the writer reads up to here.
+    pub(super) fn end(&self) -> u64 {
+        self.lock().bytes
+    }
+
+    /// Reads `buf.len()` bytes of rows from `offset` (below [`Self::end`]).
+    pub(super) fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        self.reader.read_exact_at(buf, offset)
+    }
+
+    /// Once every row up to `committed` is in SQLite: empties the journal
+    /// if it is large and nothing was appended since; returns whether it
+    /// did (reading then starts again at 0).
+    pub(super) fn drained(&self, committed: u64) -> bool {
         let mut s = self.lock();
-        s.ingested += n;
-        if s.ingested == s.spooled && s.bytes >= ROTATE_BYTES {
-            match s.file.set_len(0) {
-                Ok(()) => {
-                    s.bytes = 0;
-                    s.spooled = 0;
-                    s.ingested = 0;
-                }
-                Err(e) => tracing::warn!("cannot empty {}: {e}", self.path.display()),
+        if s.bytes != committed || s.bytes < ROTATE_BYTES {
+            return false;
+        }
+        match s.file.set_len(0) {
+            Ok(()) => {
+                s.bytes = 0;
+                true
+            }
+            Err(e) => {
+                tracing::warn!("cannot empty {}: {e}", self.path.display());
+                false
             }
         }
     }
@@ -144,19 +170,41 @@ fn journal_path(db: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Every complete row in the journal. A torn last line is a row whose
-/// write never finished, so its reply was never sent: it is skipped.
-fn read_rows(file: &File, path: &Path) -> std::io::Result<Vec<(i64, CallRecord)>> {
+/// Rows in the journal of the log at `db`, read without taking it: what
+/// the process that owns it has recorded, including rows it has not
+/// committed to SQLite yet (and, until the journal is emptied, some that
+/// it has). A last line still being written is left out.
+pub(super) fn peek(db: &Path) -> std::io::Result<Vec<(i64, CallRecord)>> {
+    match File::open(journal_path(db)) {
+        Ok(file) => read_rows(&file, |_, _| {}),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Rows a killed process left in its journal. A torn last line is a row
+/// whose write never finished, so its reply was never sent: it is skipped.
+fn left_rows(file: &File, path: &Path) -> std::io::Result<Vec<(i64, CallRecord)>> {
+    read_rows(file, |n, e| {
+        tracing::warn!(
+            "{} line {n}: skipped an unfinished row ({e})",
+            path.display()
+        );
+    })
+}
+
+/// Every complete row in a journal; `skipped(line, why)` hears of the
+/// others.
+fn read_rows(
+    file: &File,
+    skipped: impl Fn(usize, serde_json::Error),
+) -> std::io::Result<Vec<(i64, CallRecord)>> {
     let mut rows = Vec::new();
-    for (n, line) in BufReader::new(file).lines().enumerate() {
-        let line = line?;
-        match serde_json::from_str(&line) {
+    // Bytes, not text: a torn line may end inside a character.
+    for (n, line) in BufReader::new(file).split(b'\n').enumerate() {
+        match serde_json::from_slice(&line?) {
             Ok(row) => rows.push(row),
-            Err(e) => tracing::warn!(
-                "{} line {}: skipped an unfinished row ({e})",
-                path.display(),
-                n + 1
-            ),
+            Err(e) => skipped(n + 1, e),
         }
     }
     Ok(rows)

@@ -115,14 +115,14 @@ impl AuditLog {
     /// The write failed or the log is closed.
     pub async fn record_call(&self, rec: CallRecord) -> Result<(), AuditError> {
         let body = serde_json::to_vec(&rec).map_err(|e| AuditError::Write(e.to_string()))?;
-        self.writer.call(body).await
+        self.writer.call(&body)
     }
 
     /// Records a finished call, like [`Self::record_call`], with its row
     /// written straight into journal form (see
     /// [`CallRecord::journal_body`]): the engine's path, where every
     /// microsecond is on the agent's reply.
-    pub(crate) async fn record_reply(
+    pub(crate) fn record_reply(
         &self,
         ts_ms: i64,
         session: &crate::context::Session,
@@ -132,7 +132,7 @@ impl AuditLog {
         reply: &crate::engine::CallReply,
     ) -> Result<(), AuditError> {
         let body = CallRecord::journal_body(ts_ms, session, tool, args, schema, reply);
-        self.writer.call(body).await
+        self.writer.call(&body)
     }
 
     /// Queues an event row without waiting. Events are a record for people,
@@ -157,33 +157,52 @@ impl AuditLog {
         self.writer.flush().await;
     }
 
-    /// The newest `limit` calls, newest last.
+    /// The newest `limit` calls, newest last. Through a read-only handle
+    /// this includes calls the writing process has journaled and not yet
+    /// committed, so a reply an agent saw is always here.
     ///
     /// # Errors
     /// The query failed.
     pub async fn recent_calls(&self, limit: i64) -> Result<Vec<CallRow>, AuditError> {
-        self.flush().await;
+        // The journal is read before SQLite: a row committed (and its
+        // journal emptied) in between is then in one or the other.
+        let unsettled = self.writer.unsettled().await;
         let mut rows: Vec<CallRow> = sqlx::query_as("SELECT * FROM calls ORDER BY id DESC LIMIT ?")
             .bind(limit)
             .fetch_all(&self.pool)
             .await
             .map_err(|e| AuditError::Query(e.to_string()))?;
         rows.reverse();
+        let newest = rows.last().map_or(0, |r| r.id);
+        rows.extend(newer(unsettled, newest));
+        // SQLite's LIMIT: a negative one is no limit.
+        if let Ok(limit) = usize::try_from(limit) {
+            rows.drain(..rows.len().saturating_sub(limit));
+        }
         Ok(rows)
     }
 
-    /// Calls with a row id above `id`, oldest first (for `audit --tail`).
+    /// Calls with a row id above `id`, oldest first (for `audit --tail`);
+    /// like [`Self::recent_calls`], with journaled calls.
     ///
     /// # Errors
     /// The query failed.
     pub async fn calls_after(&self, id: i64, limit: i64) -> Result<Vec<CallRow>, AuditError> {
-        self.flush().await;
-        sqlx::query_as("SELECT * FROM calls WHERE id > ? ORDER BY id LIMIT ?")
-            .bind(id)
-            .bind(limit)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(|e| AuditError::Query(e.to_string()))
+        let unsettled = self.writer.unsettled().await;
+        let mut rows: Vec<CallRow> =
+            sqlx::query_as("SELECT * FROM calls WHERE id > ? ORDER BY id LIMIT ?")
+                .bind(id)
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(|e| AuditError::Query(e.to_string()))?;
+        let room = usize::try_from(limit).map_or(usize::MAX, |l| l.saturating_sub(rows.len()));
+        // A full page may have more in SQLite: journaled rows come later.
+        if room > 0 {
+            let newest = rows.last().map_or(id, |r| r.id);
+            rows.extend(newer(unsettled, newest).take(room));
+        }
+        Ok(rows)
     }
 
     /// Event rows with a row id above `id`, oldest first.
@@ -226,6 +245,13 @@ impl AuditLog {
         }
         Ok(n)
     }
+}
+
+/// Journaled rows after row id `newest` (the ones SQLite did not have).
+fn newer(rows: Vec<(i64, CallRecord)>, newest: i64) -> impl Iterator<Item = CallRow> {
+    rows.into_iter()
+        .filter(move |(id, _)| *id > newest)
+        .map(|(id, r)| CallRow::from_record(id, r))
 }
 
 /// Unix time in ms.
@@ -349,6 +375,68 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn calls_never_wait_for_a_locked_database_and_their_rows_follow_later() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.db");
+        let log = AuditLog::open(&path).await.unwrap();
+        // Another connection holds SQLite's write lock: the writer cannot
+        // commit anything until it lets go.
+        let blocker = rusqlite::Connection::open(&path).unwrap();
+        blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+        // More rows than any in-memory queue would hold; every call still
+        // returns at once, its row durable in the journal.
+        for i in 0..10_000 {
+            log.record_call(rec(i)).await.unwrap();
+        }
+        blocker.execute_batch("ROLLBACK").unwrap();
+        let rows = log.recent_calls(20_000).await.unwrap();
+        assert_eq!(rows.len(), 10_000);
+        assert!(rows.windows(2).all(|w| w[0].id < w[1].id));
+    }
+
+    #[tokio::test]
+    async fn another_process_reading_the_log_sees_calls_not_yet_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.db");
+        let owner = AuditLog::open(&path).await.unwrap();
+        let blocker = rusqlite::Connection::open(&path).unwrap();
+        blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+        for i in 1..=3 {
+            owner.record_call(rec(i)).await.unwrap();
+        }
+        // A second handle only reads (`toolgate audit` beside the daemon):
+        // the rows are in the writer's journal, not in SQLite.
+        let reader = AuditLog::open(&path).await.unwrap();
+        let call_ids = |rows: Vec<CallRow>| rows.iter().map(|r| r.call_id).collect::<Vec<_>>();
+        assert_eq!(call_ids(reader.recent_calls(10).await.unwrap()), [1, 2, 3]);
+        assert_eq!(call_ids(reader.recent_calls(2).await.unwrap()), [2, 3]);
+        let first = reader.recent_calls(1).await.unwrap()[0].id - 2;
+        assert_eq!(call_ids(reader.calls_after(first, 1).await.unwrap()), [2]);
+        // Once committed (the journal may still hold them), nothing doubles.
+        blocker.execute_batch("ROLLBACK").unwrap();
+        owner.flush().await;
+        assert_eq!(call_ids(reader.recent_calls(10).await.unwrap()), [1, 2, 3]);
+        assert_eq!(
+            call_ids(reader.calls_after(0, -1).await.unwrap()),
+            [1, 2, 3]
+        );
+    }
+
+    #[tokio::test]
+    async fn events_and_calls_recorded_together_are_all_there_after_a_flush() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = AuditLog::open(&dir.path().join("a.db")).await.unwrap();
+        for i in 0..50 {
+            log.record_call(rec(i)).await.unwrap();
+            log.record_event(&Event::PolicyReloaded {
+                version: u64::try_from(i).unwrap(),
+            });
+        }
+        assert_eq!(log.recent_calls(100).await.unwrap().len(), 50);
+        assert_eq!(log.events_after(0, 100).await.unwrap().len(), 50);
+    }
+
+    #[tokio::test]
     async fn rows_a_killed_process_left_in_the_journal_are_recovered_once() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.db");
@@ -365,7 +453,10 @@ mod tests {
             journal += &serde_json::to_string(&(i, rec(call_id))).unwrap();
             journal.push('\n');
         }
-        journal += r#"[99,{"ts_ms":"#;
+        journal += r#"[99,{"ts_ms":1,"session":"é"#;
+        // The write ended inside the character.
+        let mut journal = journal.into_bytes();
+        journal.pop();
         std::fs::write(dir.path().join("a.db-calls.jsonl"), journal).unwrap();
 
         let log = AuditLog::open(&path).await.unwrap();

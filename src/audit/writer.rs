@@ -1,34 +1,46 @@
-//! The audit log's writing side: calls are journaled on the caller's
-//! thread (one `write(2)`, see [`spool`](super::spool)) and a writer thread
-//! moves them into SQLite in groups, with the events.
+//! The audit log's writing side. A call's row is appended to the journal
+//! on the caller's thread (one `write(2)`, see [`spool`](super::spool)); a
+//! writer thread reads the journal on from where it stopped and moves the
+//! rows into SQLite in groups, with the events.
+//!
+//! The journal is the queue. A caller hands the writer nothing but, when
+//! the writer is idle, a wake-up: no channel hop, no buffer that another
+//! thread frees, and a slow SQLite (a long read holding back checkpoints,
+//! a busy disk) never makes an agent wait; the journal only grows until
+//! the writer catches up.
 //!
 //! rusqlite rather than sqlx here: writing is prepared inserts on one
 //! connection, and sqlx's SQLite driver adds a worker-thread hop per
 //! statement. Reads, migrations and the other stores stay on the sqlx pool.
 
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use super::record::CallRecord;
-use super::spool::{Opened, Spool};
+use super::spool::{self, Opened, Spool};
 use super::store::AuditError;
 
-/// Most rows committed in one transaction. Bounds how long one commit
-/// holds the writer.
-pub const MAX_BATCH: usize = 256;
+/// While calls keep coming, the writer commits this often, each time what
+/// arrived since (the first row after a pause is committed at once).
+/// Larger groups cost less per row: a page of the table is written to the
+/// WAL once per commit, not once per row, and the writer competes with
+/// calls in flight for the CPU once per group. Rows reach SQLite this much
+/// later; reads through the owning handle wait for them.
+const GATHER: Duration = Duration::from_millis(50);
 
-/// Rows that may wait for the writer before callers feel back-pressure.
-const QUEUE: usize = 8192;
+/// Journal bytes read (and committed in one transaction) at a time;
+/// bounds how long one commit holds the writer. A longer row is read
+/// whole.
+const CHUNK: usize = 1 << 20;
 
-/// How long the writer gathers rows after the first one arrives. While it
-/// gathers (and commits) it is not parked on the queue, so journaled calls
-/// hand over their rows without waking a thread: waking it per call cost
-/// lone calls more than the journal write itself. Rows reach SQLite this
-/// much later; reads through the owning handle wait for them.
-const GATHER: Duration = Duration::from_millis(2);
+/// Events waiting for the writer beyond this are dropped with a warning,
+/// rather than grow without bound while SQLite is stuck.
+const MAX_EVENTS: usize = 8192;
 
 /// The insert of one call row, after `INSERT` or `INSERT OR IGNORE`.
 macro_rules! insert_call_sql {
@@ -43,17 +55,39 @@ macro_rules! insert_call_sql {
     };
 }
 
-/// Work for the writer thread.
-pub(super) enum Job {
-    /// A journaled call row's id and body (a [`CallRecord`] as JSON),
-    /// read back on the writer thread, off the reply path.
-    Call(i64, Vec<u8>),
-    Event {
-        ts_ms: i64,
-        kind: String,
-        body: String,
-    },
-    Flush(oneshot::Sender<()>),
+/// An event row waiting for the writer.
+#[derive(Debug)]
+struct EventRow {
+    ts_ms: i64,
+    kind: String,
+    body: String,
+}
+
+/// What callers leave for the writer besides journaled rows.
+#[derive(Debug, Default)]
+struct Inbox {
+    events: Vec<EventRow>,
+    /// Readers waiting until everything recorded before they asked is in
+    /// SQLite.
+    flushes: Vec<oneshot::Sender<()>>,
+    /// The last handle is gone: commit what is left and end.
+    stop: bool,
+    /// The writer thread has ended (it panicked): nobody will answer.
+    gone: bool,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    inbox: Mutex<Inbox>,
+    /// The writer is parked with nothing to do: the next row wakes it.
+    /// Otherwise a row costs its caller no wake-up at all.
+    idle: AtomicBool,
+}
+
+impl Shared {
+    fn inbox(&self) -> MutexGuard<'_, Inbox> {
+        self.inbox.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// The handle callers hold.
@@ -61,31 +95,42 @@ pub(super) enum Job {
 pub(super) enum Writer {
     /// This process writes the log.
     Owner(Arc<Owner>),
-    /// Another process writes it; this handle only reads.
-    Reader,
+    /// Another process writes the log at this path; this handle only
+    /// reads.
+    Reader(PathBuf),
 }
 
 /// The writing side, shared by every clone of one handle. Dropping it (the
-/// last handle) waits for the thread to commit what was queued, so the
+/// last handle) waits for the thread to commit what was journaled, so the
 /// journal's lock is free again when the drop returns and the log can be
 /// opened for writing at once (a daemon restarted in the same process).
 #[derive(Debug)]
 pub(super) struct Owner {
-    /// `None` only while dropping.
-    tx: Option<mpsc::Sender<Job>>,
+    shared: Arc<Shared>,
     spool: Arc<Spool>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    thread: Option<JoinHandle<()>>,
 }
 
 impl Owner {
-    fn tx(&self) -> Option<&mpsc::Sender<Job>> {
-        self.tx.as_ref()
+    /// Wakes the writer, if it is idle.
+    fn nudge(&self) {
+        if self.shared.idle.swap(false, Ordering::SeqCst) {
+            self.wake();
+        }
+    }
+
+    /// Wakes the writer now, even in the middle of gathering.
+    fn wake(&self) {
+        if let Some(t) = &self.thread {
+            t.thread().unpark();
+        }
     }
 }
 
 impl Drop for Owner {
     fn drop(&mut self) {
-        drop(self.tx.take());
+        self.shared.inbox().stop = true;
+        self.wake();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -100,7 +145,7 @@ impl Writer {
         let err = |e: &dyn std::fmt::Display| e.to_string();
         let (spool, left) = match Spool::open(path).map_err(|e| err(&e))? {
             Opened::Owned(spool, left) => (spool, left),
-            Opened::Busy => return Ok(Self::Reader),
+            Opened::Busy => return Ok(Self::Reader(path.to_owned())),
         };
         let mut conn = open(path).map_err(|e| err(&e))?;
         let next_id = recover(&mut conn, &left).map_err(|e| err(&e))?;
@@ -112,14 +157,17 @@ impl Writer {
         }
         spool.recovered(next_id).map_err(|e| err(&e))?;
         let spool = Arc::new(spool);
-        let (tx, rx) = mpsc::channel(QUEUE);
-        let thread_spool = spool.clone();
+        let shared = Arc::new(Shared::default());
+        let (thread_spool, thread_shared) = (spool.clone(), shared.clone());
         let thread = std::thread::Builder::new()
             .name("toolgate-audit".into())
-            .spawn(move || run(&mut conn, &thread_spool, rx))
+            .spawn(move || {
+                let _gone = Gone(&thread_shared);
+                run(&mut conn, &thread_spool, &thread_shared);
+            })
             .map_err(|e| err(&e))?;
         Ok(Self::Owner(Arc::new(Owner {
-            tx: Some(tx),
+            shared,
             spool,
             thread: Some(thread),
         })))
@@ -127,45 +175,81 @@ impl Writer {
 
     /// Makes a call's row durable; it reaches SQLite shortly after.
     /// `body` is a [`CallRecord`] as a JSON object.
-    pub(super) async fn call(&self, body: Vec<u8>) -> Result<(), AuditError> {
+    pub(super) fn call(&self, body: &[u8]) -> Result<(), AuditError> {
         let Self::Owner(owner) = self else {
             return Err(AuditError::ReadOnly);
         };
-        let id = owner.spool.append(&body).map_err(|e| {
+        owner.spool.append(body).map_err(|e| {
             let e = AuditError::Write(format!("journal: {e}"));
             tracing::error!("{e}");
             e
         })?;
-        // The row is durable; a closed queue (shutdown) only delays it to
-        // the next start's recovery.
-        if let Some(tx) = owner.tx() {
-            let _ = tx.send(Job::Call(id, body)).await;
-        }
+        owner.nudge();
         Ok(())
     }
 
-    /// Queues an event row; false if the queue is full or closed.
+    /// Queues an event row; false if too many are waiting or the log is
+    /// read-only or closed.
     pub(super) fn event(&self, ts_ms: i64, kind: String, body: String) -> bool {
+        let Self::Owner(owner) = self else {
+            return false;
+        };
+        {
+            let mut inbox = owner.shared.inbox();
+            if inbox.gone || inbox.events.len() >= MAX_EVENTS {
+                return false;
+            }
+            inbox.events.push(EventRow { ts_ms, kind, body });
+        }
+        owner.nudge();
+        true
+    }
+
+    /// Calls recorded so far that a read of SQLite may miss, oldest
+    /// first: none once this process's own rows are committed (this waits
+    /// for that); for a read-only handle, the rows in the journal of the
+    /// process that writes the log (a few may be in SQLite already).
+    pub(super) async fn unsettled(&self) -> Vec<(i64, CallRecord)> {
         match self {
-            Self::Owner(owner) => owner
-                .tx()
-                .is_some_and(|tx| tx.try_send(Job::Event { ts_ms, kind, body }).is_ok()),
-            Self::Reader => false,
+            Self::Owner(_) => {
+                self.flush().await;
+                Vec::new()
+            }
+            Self::Reader(db) => spool::peek(db).unwrap_or_else(|e| {
+                tracing::warn!("audit log: cannot read the writer's journal: {e}");
+                Vec::new()
+            }),
         }
     }
 
-    /// Waits until everything queued so far is in SQLite.
+    /// Waits until everything recorded so far is in SQLite.
     pub(super) async fn flush(&self) {
-        let Some(tx) = (match self {
-            Self::Owner(owner) => owner.tx(),
-            Self::Reader => None,
-        }) else {
+        let Self::Owner(owner) = self else {
             return;
         };
         let (ack, done) = oneshot::channel();
-        if tx.send(Job::Flush(ack)).await.is_ok() {
-            let _ = done.await;
+        {
+            let mut inbox = owner.shared.inbox();
+            if inbox.gone {
+                return;
+            }
+            inbox.flushes.push(ack);
         }
+        owner.wake();
+        let _ = done.await;
+    }
+}
+
+/// Marks the writer gone when its thread ends, however it ends, and lets
+/// go of waiting readers, so a flush never waits for a thread that is not
+/// there.
+struct Gone<'a>(&'a Shared);
+
+impl Drop for Gone<'_> {
+    fn drop(&mut self) {
+        let mut inbox = self.0.inbox();
+        inbox.gone = true;
+        inbox.flushes.clear();
     }
 }
 
@@ -193,31 +277,144 @@ fn recover(conn: &mut rusqlite::Connection, left: &[(i64, CallRecord)]) -> rusql
     })
 }
 
-/// The writer thread: waits for a row, gathers for [`GATHER`], then
-/// commits whatever is queued (up to [`MAX_BATCH`]) in one transaction. A failed commit leaves its call rows in
-/// the journal, where the next start recovers them.
-fn run(conn: &mut rusqlite::Connection, spool: &Spool, mut rx: mpsc::Receiver<Job>) {
-    let mut batch = Vec::with_capacity(MAX_BATCH);
-    while let Some(first) = rx.blocking_recv() {
-        batch.push(first);
-        std::thread::sleep(GATHER);
-        while batch.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
+/// The writer thread. Parks while there is nothing to do; once woken,
+/// commits what is there, then every [`GATHER`] what arrived since, until
+/// a round finds nothing new.
+fn run(conn: &mut rusqlite::Connection, spool: &Spool, shared: &Shared) {
+    let mut journal = Cursor::default();
+    loop {
+        let round = round(conn, spool, shared, &mut journal);
+        if round.stop {
+            return;
+        }
+        if round.worked {
+            std::thread::park_timeout(GATHER);
+            continue;
+        }
+        shared.idle.store(true, Ordering::SeqCst);
+        // A row appended before `idle` was set did not wake anyone: look
+        // once more before sleeping.
+        if !pending(spool, shared, &journal) {
+            std::thread::park();
+        }
+        shared.idle.store(false, Ordering::SeqCst);
+    }
+}
+
+/// Whether a round would find anything to do.
+fn pending(spool: &Spool, shared: &Shared, journal: &Cursor) -> bool {
+    let inbox = shared.inbox();
+    spool.end() > journal.offset
+        || !inbox.events.is_empty()
+        || !inbox.flushes.is_empty()
+        || inbox.stop
+}
+
+/// How far the writer has read the journal.
+#[derive(Debug, Default)]
+struct Cursor {
+    /// Rows before this are in SQLite.
+    offset: u64,
+    buf: Vec<u8>,
+    /// The last commit failed with this; said once, until one succeeds.
+    failing: Option<String>,
+}
+
+struct Round {
+    worked: bool,
+    stop: bool,
+}
+
+/// Commits the events and every row journaled so far, then answers the
+/// flushes that were waiting when the round began. A failed commit leaves
+/// its rows where they are in the journal, for the next round (or the next
+/// start) to retry.
+fn round(
+    conn: &mut rusqlite::Connection,
+    spool: &Spool,
+    shared: &Shared,
+    journal: &mut Cursor,
+) -> Round {
+    // Taken before the journal's end is read: every row recorded before a
+    // flush was asked for is below that end.
+    let inbox = std::mem::take(&mut *shared.inbox());
+    let end = spool.end();
+    let worked = end > journal.offset || !inbox.events.is_empty();
+    match ingest(conn, spool, journal, end, &inbox.events) {
+        Ok(()) => {
+            if journal.failing.take().is_some() {
+                tracing::info!("audit log writes resumed");
+            }
+            if spool.drained(journal.offset) {
+                journal.offset = 0;
             }
         }
-        match commit(conn, |c| write_batch(c, &batch)) {
-            Ok(()) => {
-                let calls = batch.iter().filter(|j| matches!(j, Job::Call(..))).count();
-                spool.ingested(calls as u64);
+        Err(e) => {
+            let e = e.to_string();
+            if journal.failing.as_ref() != Some(&e) {
+                tracing::error!("audit log write failed (rows stay journaled): {e}");
             }
-            Err(e) => tracing::error!("audit log write failed: {e}"),
+            journal.failing = Some(e);
         }
-        for job in batch.drain(..) {
-            if let Job::Flush(ack) = job {
-                let _ = ack.send(());
+    }
+    for ack in inbox.flushes {
+        let _ = ack.send(());
+    }
+    Round {
+        worked,
+        stop: inbox.stop,
+    }
+}
+
+/// Why moving rows into SQLite failed.
+#[derive(Debug, thiserror::Error)]
+enum IngestError {
+    #[error("reading the journal: {0}")]
+    Read(#[from] std::io::Error),
+    #[error(transparent)]
+    Sql(#[from] rusqlite::Error),
+}
+
+/// Moves the journal's rows from the cursor up to `end` into SQLite, a
+/// chunk per transaction, the events with the first.
+fn ingest(
+    conn: &mut rusqlite::Connection,
+    spool: &Spool,
+    journal: &mut Cursor,
+    end: u64,
+    events: &[EventRow],
+) -> Result<(), IngestError> {
+    let mut events = Some(events).filter(|e| !e.is_empty());
+    while journal.offset < end || events.is_some() {
+        let n = read_rows(spool, journal, end)?;
+        let rows = &journal.buf[..n];
+        commit(conn, |c| {
+            write_events(c, events.unwrap_or_default())?;
+            write_rows(c, rows)
+        })?;
+        journal.offset += n as u64;
+        events = None;
+    }
+    Ok(())
+}
+
+/// Reads the next chunk of whole rows after the cursor into its buffer;
+/// returns their length (0 at `end`). `end` is always at the end of a row,
+/// so reading up to it ends in a whole one.
+fn read_rows(spool: &Spool, journal: &mut Cursor, end: u64) -> std::io::Result<usize> {
+    let left = usize::try_from(end - journal.offset).unwrap_or(usize::MAX);
+    let mut want = CHUNK;
+    loop {
+        let len = left.min(want);
+        journal.buf.resize(len, 0);
+        spool.read_at(&mut journal.buf, journal.offset)?;
+        match journal.buf.iter().rposition(|&b| b == b'\n') {
+            Some(last) => return Ok(last + 1),
+            None if len == 0 => return Ok(0),
+            None if len == left => {
+                return Err(std::io::Error::other("the journal ends inside a row"));
             }
+            None => want = want.saturating_mul(2),
         }
     }
 }
@@ -264,22 +461,28 @@ fn insert_call(
     Ok(())
 }
 
-fn write_batch(conn: &rusqlite::Connection, batch: &[Job]) -> rusqlite::Result<()> {
-    let mut event =
-        conn.prepare_cached("INSERT INTO events (ts_ms, kind, body) VALUES (?1, ?2, ?3)")?;
-    for job in batch {
-        match job {
-            Job::Call(id, body) => match serde_json::from_slice::<CallRecord>(body) {
-                Ok(r) => insert_call(conn, insert_call_sql!("INSERT"), *id, &r)?,
-                // Bodies are written by this program, so this is a bug; the
-                // line stays in the journal for a person to look at.
-                Err(e) => tracing::error!("audit row {id}: unreadable journal body ({e})"),
-            },
-            Job::Event { ts_ms, kind, body } => {
-                event.execute(rusqlite::params![ts_ms, kind, body])?;
-            }
-            Job::Flush(_) => {}
+/// Inserts journal lines (`[id,{record}]`), read back here, off the reply
+/// path.
+fn write_rows(conn: &rusqlite::Connection, rows: &[u8]) -> rusqlite::Result<()> {
+    for line in rows.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        match serde_json::from_slice::<(i64, CallRecord)>(line) {
+            Ok((id, r)) => insert_call(conn, insert_call_sql!("INSERT"), id, &r)?,
+            // Lines are written by this program, so this is a bug; the row
+            // is skipped rather than stop every row after it.
+            Err(e) => tracing::error!("audit journal: unreadable row skipped ({e})"),
         }
+    }
+    Ok(())
+}
+
+fn write_events(conn: &rusqlite::Connection, events: &[EventRow]) -> rusqlite::Result<()> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let mut insert =
+        conn.prepare_cached("INSERT INTO events (ts_ms, kind, body) VALUES (?1, ?2, ?3)")?;
+    for e in events {
+        insert.execute(rusqlite::params![e.ts_ms, e.kind, e.body])?;
     }
     Ok(())
 }
