@@ -232,7 +232,9 @@ impl Engine {
         let ts_ms = crate::audit::now_ms();
         let started = Instant::now();
         let tool_name: Arc<str> = Arc::from(tool);
-        if inner.events.is_watched() {
+        // Asked once: asking takes the event stream's lock.
+        let watched = inner.events.is_watched();
+        if watched {
             inner.events.emit(Event::CallReceived {
                 call_id,
                 tool: tool_name.clone(),
@@ -257,12 +259,14 @@ impl Engine {
                 )));
             }
         }
-        inner.events.emit(Event::CallFinished {
-            call_id,
-            tool: tool_name,
-            outcome: outcome(&reply.result),
-            elapsed: reply.elapsed,
-        });
+        if watched {
+            inner.events.emit(Event::CallFinished {
+                call_id,
+                tool: tool_name,
+                outcome: outcome(&reply.result),
+                elapsed: reply.elapsed,
+            });
+        }
         reply
     }
 

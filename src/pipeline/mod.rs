@@ -159,14 +159,19 @@ pub trait Stage: Send + Sync + 'static {
 #[derive(Clone, Copy)]
 pub struct Next<'a> {
     rest: &'a [Arc<dyn Stage>],
-    events: &'a EventBus,
+    /// Where stage events go, if anyone watched the trace when the call
+    /// began (asked once per call: asking takes the stream's lock).
+    trace: Option<&'a EventBus>,
 }
 
 impl<'a> Next<'a> {
     /// A `Next` over `rest`, ending in the tool itself. Stage tests use this
     /// to run one stage against a scripted inner stage.
     pub fn new(rest: &'a [Arc<dyn Stage>], events: &'a EventBus) -> Self {
-        Self { rest, events }
+        Self {
+            rest,
+            trace: events.is_watched().then_some(events),
+        }
     }
 
     /// Runs the remaining stages, then the tool.
@@ -180,7 +185,7 @@ impl<'a> Next<'a> {
                         call,
                         Next {
                             rest,
-                            events: self.events,
+                            trace: self.trace,
                         },
                     )
                     .await,
@@ -195,14 +200,14 @@ impl<'a> Next<'a> {
         };
         let elapsed = started.elapsed();
         call.trace.push((name, elapsed));
-        if self.events.is_watched() {
+        if let Some(events) = self.trace {
             let note = call
                 .notes
                 .iter()
                 .rev()
                 .find(|(s, _)| *s == name)
                 .map(|(_, n)| n.clone());
-            self.events.emit(Event::CallStage {
+            events.emit(Event::CallStage {
                 call_id: call.id,
                 stage: name,
                 elapsed,
@@ -232,12 +237,7 @@ impl Pipeline {
 
     /// Runs `call` through every stage and the tool.
     pub async fn run(&self, call: &mut Call) -> CallResult {
-        Next {
-            rest: &self.stages,
-            events: &self.events,
-        }
-        .run(call)
-        .await
+        Next::new(&self.stages, &self.events).run(call).await
     }
 
     /// The stage order, outermost first.
