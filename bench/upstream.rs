@@ -38,6 +38,7 @@ use toolgate::audit::AuditLog;
 use toolgate::config::Config;
 use toolgate::config::servers::{ServerSpec, TransportSpec};
 use toolgate::context::{Caller, Session};
+use toolgate::events::StageName;
 use toolgate::upstream::{PinStore, ServerState, UpstreamOptions, Upstreams};
 
 /// The allocator the `toolgate` binary ships with (see Cargo.toml), for
@@ -142,6 +143,7 @@ async fn toolgate_round(
     calls: usize,
     base: usize,
     out: &mut Vec<Duration>,
+    stages: &mut StageTimes,
 ) {
     for i in 0..calls {
         // Arguments are made before the clock starts, as for the direct side.
@@ -150,6 +152,43 @@ async fn toolgate_round(
         let r = engine.call(session, "bench__echo", args).await;
         out.push(t.elapsed());
         assert!(r.result.is_ok(), "toolgate call failed: {:?}", r.result);
+        stages.add(&r.trace);
+    }
+}
+
+/// Each stage's own time (its time minus the stages inside it), summed
+/// over calls, from the stage timings every reply carries.
+#[derive(Default)]
+struct StageTimes {
+    own: Vec<(StageName, Duration)>,
+    calls: u32,
+}
+
+impl StageTimes {
+    fn add(&mut self, trace: &[(StageName, Duration)]) {
+        // Innermost first; each stage's time includes the ones before it.
+        let mut inner = Duration::ZERO;
+        for (i, (name, t)) in trace.iter().enumerate() {
+            if self.own.len() <= i {
+                self.own.push((*name, Duration::ZERO));
+            }
+            self.own[i].1 += t.saturating_sub(inner);
+            inner = *t;
+        }
+        self.calls += 1;
+    }
+
+    /// "allowlist 0.7, hooks 0.2, ..., execute 171.3" in µs per call,
+    /// outermost first.
+    fn line(&self) -> String {
+        let per_call = |d: Duration| us(d / self.calls.max(1));
+        let parts: Vec<String> = self
+            .own
+            .iter()
+            .rev()
+            .map(|(name, d)| format!("{} {:.1}", name.as_str(), per_call(*d)))
+            .collect();
+        parts.join(", ")
     }
 }
 
@@ -223,8 +262,9 @@ async fn bench(rounds: usize, calls: usize) {
     // Warm-up: first calls pay for lazy initialisation on both sides.
     let mut sink = Vec::new();
     direct_round(direct.peer(), 200, 0, &mut sink).await;
-    toolgate_round(&plain, &session, 200, 0, &mut sink).await;
-    toolgate_round(&audited, &session, 200, 0, &mut sink).await;
+    let mut ignored = StageTimes::default();
+    toolgate_round(&plain, &session, 200, 0, &mut sink, &mut ignored).await;
+    toolgate_round(&audited, &session, 200, 0, &mut sink, &mut ignored).await;
 
     let sides = Sides {
         direct: direct.peer(),
@@ -236,31 +276,34 @@ async fn bench(rounds: usize, calls: usize) {
     // Interleaved call by call, so load changes (2 shared cores) and the
     // audit writer's background work hit all three alike.
     let mut lat = [const { Vec::new() }; 3];
+    let mut stages: [StageTimes; 3] = Default::default();
     for i in 0..n {
         for (k, out) in lat.iter_mut().enumerate() {
-            out.push(sides.call(k, 1_000_000 + i).await);
+            out.push(sides.call(k, 1_000_000 + i, &mut stages[k]).await);
         }
     }
     println!("tools/call echo to a stdio rmcp server: {n} sequential calls each");
     println!("-- interleaved call by call (every call finds the caches of the other two)");
-    table(&mut lat);
+    let _ = table(&mut lat);
     // In blocks of BLOCK calls per side, taking turns: each side runs warm,
     // as one busy agent would. The main thread's CPU time per call shows
     // the work toolgate adds, apart from scheduling on the shared cores.
     let mut lat = [const { Vec::new() }; 3];
+    let mut stages: [StageTimes; 3] = Default::default();
     let mut cpu = [Duration::ZERO; 3];
     let block = BLOCK.min(n);
     for b in 0..n.div_ceil(block) {
         for (k, out) in lat.iter_mut().enumerate() {
             let before = thread_cpu();
             for i in 0..block {
-                out.push(sides.call(k, 2_000_000_000 + b * block + i).await);
+                let n = 2_000_000_000 + b * block + i;
+                out.push(sides.call(k, n, &mut stages[k]).await);
             }
             cpu[k] += thread_cpu().saturating_sub(before);
         }
     }
     println!("-- in blocks of {block} calls per side, taking turns");
-    table(&mut lat);
+    let direct_mean = table(&mut lat);
     let per_call = |k: usize| us(cpu[k]) / (n.div_ceil(block) * block) as f64;
     println!(
         "calling thread CPU per call: direct {:.1} µs, toolgate {:.1} µs (no audit), {:.1} µs (audited)",
@@ -268,6 +311,12 @@ async fn bench(rounds: usize, calls: usize) {
         per_call(1),
         per_call(2)
     );
+    println!(
+        "own µs per call by stage, outermost first (execute = the upstream call, direct: {:.1} mean)",
+        direct_mean
+    );
+    println!("  toolgate (no audit log): {}", stages[1].line());
+    println!("  toolgate (audit log):    {}", stages[2].line());
     up_plain.shutdown().await;
     up_audited.shutdown().await;
     let _ = direct.cancel().await;
@@ -287,20 +336,22 @@ struct Sides<'a> {
 
 impl Sides<'_> {
     /// One call by side `k` with a message unique to `n` (the loop guard
-    /// would refuse identical repeats, as it should); returns its latency.
-    async fn call(&self, k: usize, n: usize) -> Duration {
+    /// would refuse identical repeats, as it should); returns its latency
+    /// and adds toolgate's stage timings to `stages`.
+    async fn call(&self, k: usize, n: usize, stages: &mut StageTimes) -> Duration {
         let mut out = Vec::with_capacity(1);
         match k {
             0 => direct_round(self.direct, 1, n, &mut out).await,
-            1 => toolgate_round(self.plain, self.session, 1, n, &mut out).await,
-            _ => toolgate_round(self.audited, self.session, 1, n, &mut out).await,
+            1 => toolgate_round(self.plain, self.session, 1, n, &mut out, stages).await,
+            _ => toolgate_round(self.audited, self.session, 1, n, &mut out, stages).await,
         }
         out.pop().unwrap_or_default()
     }
 }
 
-/// Prints the three sides' latencies and toolgate's ratios to direct.
-fn table(lat: &mut [Vec<Duration>; 3]) {
+/// Prints the three sides' latencies and toolgate's ratios to direct;
+/// returns the direct side's mean in µs.
+fn table(lat: &mut [Vec<Duration>; 3]) -> f64 {
     let [d, p, a] = lat;
     let (d50, dmean) = report("direct rmcp client", &mut Stats(std::mem::take(d)));
     let (p50, pmean) = report("toolgate (no audit log)", &mut Stats(std::mem::take(p)));
@@ -312,6 +363,7 @@ fn table(lat: &mut [Vec<Duration>; 3]) {
         a50 / d50,
         amean / dmean
     );
+    dmean
 }
 
 /// CPU time the calling thread has used so far (Linux schedstat; zero
