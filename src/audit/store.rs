@@ -374,15 +374,21 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn calls_never_wait_for_a_locked_database_and_their_rows_follow_later() {
+    /// A new log (in the returned directory) whose database another
+    /// connection holds SQLite's write lock on: its writer can commit
+    /// nothing until that connection lets go.
+    async fn log_behind_a_lock() -> (tempfile::TempDir, AuditLog, rusqlite::Connection) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.db");
         let log = AuditLog::open(&path).await.unwrap();
-        // Another connection holds SQLite's write lock: the writer cannot
-        // commit anything until it lets go.
         let blocker = rusqlite::Connection::open(&path).unwrap();
         blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+        (dir, log, blocker)
+    }
+
+    #[tokio::test]
+    async fn calls_never_wait_for_a_locked_database_and_their_rows_follow_later() {
+        let (_dir, log, blocker) = log_behind_a_lock().await;
         // More rows than any in-memory queue would hold; every call still
         // returns at once, its row durable in the journal.
         for i in 0..10_000 {
@@ -396,17 +402,13 @@ mod tests {
 
     #[tokio::test]
     async fn another_process_reading_the_log_sees_calls_not_yet_committed() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("a.db");
-        let owner = AuditLog::open(&path).await.unwrap();
-        let blocker = rusqlite::Connection::open(&path).unwrap();
-        blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let (dir, owner, blocker) = log_behind_a_lock().await;
         for i in 1..=3 {
             owner.record_call(rec(i)).await.unwrap();
         }
         // A second handle only reads (`toolgate audit` beside the daemon):
         // the rows are in the writer's journal, not in SQLite.
-        let reader = AuditLog::open(&path).await.unwrap();
+        let reader = AuditLog::open(&dir.path().join("a.db")).await.unwrap();
         let call_ids = |rows: Vec<CallRow>| rows.iter().map(|r| r.call_id).collect::<Vec<_>>();
         assert_eq!(call_ids(reader.recent_calls(10).await.unwrap()), [1, 2, 3]);
         assert_eq!(call_ids(reader.recent_calls(2).await.unwrap()), [2, 3]);
