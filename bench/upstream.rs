@@ -7,16 +7,22 @@
 //! gets and toolgate's overhead is as visible as it can be. Each side has
 //! its own server process. Two views of the same sides, in one run:
 //!
-//! - interleaved call by call (direct, toolgate, toolgate+audit, direct,
-//!   ...), so drift in machine load hits all alike; every call finds the
-//!   caches warmed by the other two sides;
+//! - interleaved call by call (direct, toolgate, toolgate+audit, ...,
+//!   each round starting one side further on), so drift in machine load
+//!   hits all alike; every call finds the caches warmed by the others;
 //! - in blocks of [`BLOCK`] calls per side, taking turns: each side runs
 //!   warm, as one busy agent would. This view also reports the calling
 //!   thread's CPU time per call, which is toolgate's own work apart from
 //!   scheduling on shared cores.
 //!
+//! A fourth side, the direct client followed by appending a line of an
+//! audit row's size to a file, shows what any record made durable before
+//! the reply costs on this machine with no toolgate code at all. Each
+//! toolgate side also reports its stages' own times per call, from the
+//! timings every reply carries.
+//!
 //! Every call has distinct arguments (the loop guard would otherwise refuse
-//! identical repeats, as it should). Both sides use the daemon's allocator.
+//! identical repeats, as it should). All sides use the daemon's allocator.
 //!
 //! Run: `cargo bench --bench upstream` (env `ROUNDS`, `CALLS` to change).
 
@@ -251,118 +257,198 @@ async fn bench(rounds: usize, calls: usize) {
         .await
         .unwrap_or_else(|e| panic!("pins: {e}"));
 
-    let (transport, _) = TokioChildProcess::builder(server_command())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn: {e}"));
-    let direct = ().serve(transport).await.unwrap_or_else(|e| panic!("direct: {e}"));
+    // Every side has its own server process, so in the interleaved view
+    // no side finds a server its predecessor just warmed.
+    let direct = direct_client().await;
+    let journaled = direct_client().await;
     let (plain, up_plain) = toolgate_engine(None, pins.clone()).await;
     let (audited, up_audited) = toolgate_engine(Some(audit), pins).await;
-    let session = Session::new("bench", Caller::via("bench"));
-
-    // Warm-up: first calls pay for lazy initialisation on both sides.
-    let mut sink = Vec::new();
-    direct_round(direct.peer(), 200, 0, &mut sink).await;
-    let mut ignored = StageTimes::default();
-    toolgate_round(&plain, &session, 200, 0, &mut sink, &mut ignored).await;
-    toolgate_round(&audited, &session, 200, 0, &mut sink, &mut ignored).await;
-
+    let journal = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.path().join("floor.jsonl"))
+        .unwrap_or_else(|e| panic!("journal: {e}"));
     let sides = Sides {
         direct: direct.peer(),
+        journaled: journaled.peer(),
         plain: &plain,
         audited: &audited,
-        session: &session,
+        session: Session::new("bench", Caller::via("bench")),
+        journal,
     };
+
+    // Warm-up: first calls pay for lazy initialisation on every side.
+    let mut ignored = StageTimes::default();
+    for side in Side::ALL {
+        for i in 0..200 {
+            let _ = sides.call(side, i, &mut ignored).await;
+        }
+    }
     let n = rounds * calls;
     // Interleaved call by call, so load changes (2 shared cores) and the
-    // audit writer's background work hit all three alike.
-    let mut lat = [const { Vec::new() }; 3];
-    let mut stages: [StageTimes; 3] = Default::default();
+    // audit writer's background work hit all sides alike.
+    // Each round starts one side further on, so every side follows every
+    // other equally often.
+    let mut lat = [const { Vec::new() }; Side::ALL.len()];
     for i in 0..n {
-        for (k, out) in lat.iter_mut().enumerate() {
-            out.push(sides.call(k, 1_000_000 + i, &mut stages[k]).await);
+        for j in 0..Side::ALL.len() {
+            let side = Side::ALL[(i + j) % Side::ALL.len()];
+            let latency = sides.call(side, 1_000_000 + i, &mut ignored).await;
+            lat[side as usize].push(latency);
         }
     }
     println!("tools/call echo to a stdio rmcp server: {n} sequential calls each");
-    println!("-- interleaved call by call (every call finds the caches of the other two)");
+    println!("-- interleaved call by call (every call finds the caches of the others)");
     let _ = table(&mut lat);
     // In blocks of BLOCK calls per side, taking turns: each side runs warm,
     // as one busy agent would. The main thread's CPU time per call shows
     // the work toolgate adds, apart from scheduling on the shared cores.
-    let mut lat = [const { Vec::new() }; 3];
-    let mut stages: [StageTimes; 3] = Default::default();
-    let mut cpu = [Duration::ZERO; 3];
+    let mut lat = [const { Vec::new() }; Side::ALL.len()];
+    let mut stages: [StageTimes; Side::ALL.len()] = Default::default();
+    let mut cpu = [Duration::ZERO; Side::ALL.len()];
     let block = BLOCK.min(n);
     for b in 0..n.div_ceil(block) {
-        for (k, out) in lat.iter_mut().enumerate() {
+        for side in Side::ALL {
+            let k = side as usize;
             let before = thread_cpu();
             for i in 0..block {
                 let n = 2_000_000_000 + b * block + i;
-                out.push(sides.call(k, n, &mut stages[k]).await);
+                lat[k].push(sides.call(side, n, &mut stages[k]).await);
             }
             cpu[k] += thread_cpu().saturating_sub(before);
         }
     }
     println!("-- in blocks of {block} calls per side, taking turns");
     let direct_mean = table(&mut lat);
-    let per_call = |k: usize| us(cpu[k]) / (n.div_ceil(block) * block) as f64;
+    let per_call = |side: Side| us(cpu[side as usize]) / (n.div_ceil(block) * block) as f64;
+    let cpu_line: Vec<String> = Side::ALL
+        .iter()
+        .map(|&side| format!("{} {:.1} µs", side.label(), per_call(side)))
+        .collect();
+    println!("calling thread CPU per call: {}", cpu_line.join(", "));
     println!(
-        "calling thread CPU per call: direct {:.1} µs, toolgate {:.1} µs (no audit), {:.1} µs (audited)",
-        per_call(0),
-        per_call(1),
-        per_call(2)
+        "own µs per call by stage, outermost first (execute = the upstream call, direct: {direct_mean:.1} mean)"
     );
-    println!(
-        "own µs per call by stage, outermost first (execute = the upstream call, direct: {:.1} mean)",
-        direct_mean
-    );
-    println!("  toolgate (no audit log): {}", stages[1].line());
-    println!("  toolgate (audit log):    {}", stages[2].line());
+    for side in [Side::Plain, Side::Audited] {
+        println!("  {:<28} {}", side.label(), stages[side as usize].line());
+    }
     up_plain.shutdown().await;
     up_audited.shutdown().await;
     let _ = direct.cancel().await;
+    let _ = journaled.cancel().await;
+}
+
+/// An rmcp client with its own server process.
+async fn direct_client() -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    let (transport, _) = TokioChildProcess::builder(server_command())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn: {e}"));
+    ().serve(transport)
+        .await
+        .unwrap_or_else(|e| panic!("direct: {e}"))
 }
 
 /// Calls per side in a row in the block phase.
 const BLOCK: usize = 500;
 
-/// The three ways of making the same call: 0 direct, 1 toolgate without
-/// an audit log, 2 toolgate with one.
-struct Sides<'a> {
-    direct: &'a rmcp::service::Peer<rmcp::RoleClient>,
-    plain: &'a Engine,
-    audited: &'a Engine,
-    session: &'a Session,
+/// The ways of making the same call.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    /// An rmcp client straight to the server.
+    Direct,
+    /// The same, then a line of an audit row's size appended to a file:
+    /// the least any durable record before the reply costs, with no
+    /// toolgate code at all.
+    DirectJournaled,
+    /// Through toolgate without an audit log.
+    Plain,
+    /// Through toolgate with one (as the daemon runs).
+    Audited,
 }
 
+impl Side {
+    const ALL: [Side; 4] = [
+        Side::Direct,
+        Side::DirectJournaled,
+        Side::Plain,
+        Side::Audited,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            Side::Direct => "direct rmcp client",
+            Side::DirectJournaled => "direct + journal append",
+            Side::Plain => "toolgate (no audit log)",
+            Side::Audited => "toolgate (audit log, WAL)",
+        }
+    }
+}
+
+struct Sides<'a> {
+    direct: &'a rmcp::service::Peer<rmcp::RoleClient>,
+    /// The direct-journaled side's client (its own server).
+    journaled: &'a rmcp::service::Peer<rmcp::RoleClient>,
+    plain: &'a Engine,
+    audited: &'a Engine,
+    session: Session,
+    /// The direct-journaled side's file.
+    journal: std::fs::File,
+}
+
+/// The size of an audit journal line for these calls, about.
+const LINE: usize = 640;
+
 impl Sides<'_> {
-    /// One call by side `k` with a message unique to `n` (the loop guard
+    /// One call by `side` with a message unique to `n` (the loop guard
     /// would refuse identical repeats, as it should); returns its latency
     /// and adds toolgate's stage timings to `stages`.
-    async fn call(&self, k: usize, n: usize, stages: &mut StageTimes) -> Duration {
+    async fn call(&self, side: Side, n: usize, stages: &mut StageTimes) -> Duration {
         let mut out = Vec::with_capacity(1);
-        match k {
-            0 => direct_round(self.direct, 1, n, &mut out).await,
-            1 => toolgate_round(self.plain, self.session, 1, n, &mut out, stages).await,
-            _ => toolgate_round(self.audited, self.session, 1, n, &mut out, stages).await,
+        match side {
+            Side::Direct => direct_round(self.direct, 1, n, &mut out).await,
+            Side::DirectJournaled => {
+                let mut line = format!("[{n},\"{}\"", "x".repeat(LINE)).into_bytes();
+                line.truncate(LINE - 1);
+                line.push(b'\n');
+                let t = Instant::now();
+                direct_round(self.journaled, 1, n, &mut Vec::new()).await;
+                std::io::Write::write_all(&mut &self.journal, &line)
+                    .unwrap_or_else(|e| panic!("journal: {e}"));
+                out.push(t.elapsed());
+            }
+            Side::Plain => {
+                toolgate_round(self.plain, &self.session, 1, n, &mut out, stages).await;
+            }
+            Side::Audited => {
+                toolgate_round(self.audited, &self.session, 1, n, &mut out, stages).await;
+            }
         }
         out.pop().unwrap_or_default()
     }
 }
 
-/// Prints the three sides' latencies and toolgate's ratios to direct;
-/// returns the direct side's mean in µs.
-fn table(lat: &mut [Vec<Duration>; 3]) -> f64 {
-    let [d, p, a] = lat;
-    let (d50, dmean) = report("direct rmcp client", &mut Stats(std::mem::take(d)));
-    let (p50, pmean) = report("toolgate (no audit log)", &mut Stats(std::mem::take(p)));
-    let (a50, amean) = report("toolgate (audit log, WAL)", &mut Stats(std::mem::take(a)));
-    println!(
-        "ratio toolgate/direct: p50 {:.3}x  mean {:.3}x  (no audit)   p50 {:.3}x  mean {:.3}x  (audited)",
-        p50 / d50,
-        pmean / dmean,
-        a50 / d50,
-        amean / dmean
-    );
+/// Prints each side's latencies and its ratios to direct; returns the
+/// direct side's mean in µs.
+fn table(lat: &mut [Vec<Duration>; Side::ALL.len()]) -> f64 {
+    let figures: Vec<(f64, f64)> = Side::ALL
+        .iter()
+        .map(|&side| {
+            report(
+                side.label(),
+                &mut Stats(std::mem::take(&mut lat[side as usize])),
+            )
+        })
+        .collect();
+    let (d50, dmean) = figures[Side::Direct as usize];
+    for side in &Side::ALL[1..] {
+        let (p50, mean) = figures[*side as usize];
+        println!(
+            "  ratio to direct: p50 {:.3}x  mean {:.3}x  {}",
+            p50 / d50,
+            mean / dmean,
+            side.label()
+        );
+    }
     dmean
 }
 
