@@ -100,10 +100,10 @@ pub fn sha256_hex(h: Sha256) -> String {
 /// encoding into a buffer is several times cheaper.
 pub fn hex_lower(bytes: &[u8]) -> String {
     let mut buf = vec![0u8; bytes.len() * 2];
+    // Unreachable errors: the buffer is exactly twice the input, and hex
+    // digits are ASCII (so the buffer becomes the string, uncopied).
     match hex::encode_to_slice(bytes, &mut buf) {
-        // Hex digits are ASCII, so this never copies.
-        Ok(()) => String::from_utf8_lossy(&buf).into_owned(),
-        // Unreachable: the buffer is exactly twice the input.
+        Ok(()) => String::from_utf8(buf).unwrap_or_default(),
         Err(_) => String::new(),
     }
 }
@@ -113,6 +113,18 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
+    use sha2::Digest;
+
+    #[test]
+    fn digests_are_lowercase_hex_of_every_byte() {
+        assert_eq!(hex_lower(&[0x00, 0x0f, 0xa5, 0xff]), "000fa5ff");
+        assert_eq!(hex_lower(&[]), "");
+        // FIPS 180-2's first test vector.
+        assert_eq!(
+            sha256_hex(Sha256::new_with_prefix(b"abc")),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
 
     fn arb_json() -> impl Strategy<Value = Value> {
         let leaf = prop_oneof![
