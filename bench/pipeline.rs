@@ -4,8 +4,10 @@
 //! truncate, loop guard, cast + validate, guards, policy, breaker, retry,
 //! timeout) and one subscriber on the event stream, as when the UI watches.
 //! `direct`: the same tool's `Tool::call`. The difference is toolgate's
-//! overhead per call. Arguments change every iteration so the loop guard
-//! sees distinct calls, as it would in real use.
+//! overhead per call. `governed_audited`: `governed` with an audit log, as
+//! the daemon runs; the difference to `governed` is what a durable row
+//! costs. Arguments change every iteration so the loop guard sees distinct
+//! calls, as it would in real use.
 
 // criterion_group! and criterion_main! generate undocumented items.
 #![allow(missing_docs)]
@@ -17,6 +19,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use futures::FutureExt;
 use serde_json::json;
 use toolgate::Engine;
+use toolgate::audit::AuditLog;
 use toolgate::config::Config;
 use toolgate::context::{CallContext, Caller, Session};
 use toolgate::tool::{JsonObject, Tool, ToolDef, ToolName, ToolResult};
@@ -55,7 +58,7 @@ fn bench(c: &mut Criterion) {
     let (def, tool) = echo();
     engine
         .registry()
-        .register(def, tool.clone())
+        .register(def.clone(), tool.clone())
         .expect("register");
     let _watcher = engine.subscribe();
     let session = Session::new("bench", Caller::via("bench"));
@@ -77,6 +80,23 @@ fn bench(c: &mut Criterion) {
         b.to_async(&rt).iter(|| async {
             let i = n.fetch_add(1, Ordering::Relaxed);
             engine
+                .call(&session, "echo", json!({"text": "hi", "n": i}))
+                .await
+        })
+    });
+    // The same, recording every call in an audit log (as the daemon does):
+    // the difference to `governed` is what a durable row costs, hot.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let audit = rt
+        .block_on(AuditLog::open(&dir.path().join("audit.db")))
+        .expect("audit log");
+    let audited = Engine::builder(Config::default()).audit(audit).build();
+    audited.registry().register(def, tool).expect("register");
+    let _audited_watcher = audited.subscribe();
+    g.bench_function("governed_audited", |b| {
+        b.to_async(&rt).iter(|| async {
+            let i = n.fetch_add(1, Ordering::Relaxed);
+            audited
                 .call(&session, "echo", json!({"text": "hi", "n": i}))
                 .await
         })
