@@ -66,14 +66,17 @@ pub(crate) fn candidate(rng: &mut impl Rng) -> String {
 }
 
 /// Draws a 128-bit hex boundary that occurs in none of `texts`.
-fn draw_boundary<'t>(texts: impl Iterator<Item = &'t str> + Clone, rng: &mut impl Rng) -> String {
+fn draw_boundary<T: AsRef<str>>(
+    texts: impl Iterator<Item = T> + Clone,
+    rng: &mut impl Rng,
+) -> String {
     loop {
         let candidate = candidate(rng);
         // Most outputs are shorter than a boundary; skip building a searcher.
-        if !texts
-            .clone()
-            .any(|t| t.len() >= candidate.len() && t.contains(&candidate))
-        {
+        if !texts.clone().any(|t| {
+            let t = t.as_ref();
+            t.len() >= candidate.len() && t.contains(&candidate)
+        }) {
             return candidate;
         }
     }
@@ -154,13 +157,10 @@ pub fn wrap_result(
     source: &str,
     rng: &mut impl Rng,
 ) -> Option<String> {
-    let boundary = {
-        let texts: Vec<Cow<'_, str>> = result.content.iter().filter_map(text_of).collect();
-        if texts.is_empty() {
-            return None;
-        }
-        draw_boundary(texts.iter().map(AsRef::as_ref), rng)
-    };
+    let texts = result.content.iter().filter_map(text_of);
+    // Nothing textual: nothing to wrap.
+    texts.clone().next()?;
+    let boundary = draw_boundary(texts, rng);
     let (tool, source) = (attr(tool), attr(source));
     let wrap = |text: &str| wrap_with(text, &tool, &source, &boundary);
     for part in &mut result.content {
@@ -195,7 +195,7 @@ impl TrustWrap {
 /// Wraps with the thread's CSPRNG; synchronous so the `!Send` RNG never
 /// lives across an await.
 fn wrap_call_output(call: &Call, result: &mut ToolResult) -> Option<String> {
-    let source = call.tool.def.source.to_string();
+    let source = call.tool.def.source.label();
     wrap_result(result, call.tool_name(), &source, &mut rand::rng())
 }
 

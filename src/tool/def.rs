@@ -1,6 +1,7 @@
 //! The tool definition and the small types it is made of.
 
 use std::borrow::Borrow;
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
@@ -106,14 +107,24 @@ pub enum Source {
     Agent(Arc<str>),
 }
 
+impl Source {
+    /// `builtin`, `plugin:NAME`, `mcp:SERVER` or `agent:ID`: the Display
+    /// form, joined rather than formatted (trust-wrapping writes it into
+    /// every external call's output).
+    pub fn label(&self) -> Cow<'static, str> {
+        let (kind, name) = match self {
+            Self::Builtin => return Cow::Borrowed("builtin"),
+            Self::Plugin(n) => ("plugin:", n),
+            Self::Mcp(n) => ("mcp:", n),
+            Self::Agent(n) => ("agent:", n),
+        };
+        Cow::Owned([kind, name].concat())
+    }
+}
+
 impl fmt::Display for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Builtin => f.write_str("builtin"),
-            Self::Plugin(n) => write!(f, "plugin:{n}"),
-            Self::Mcp(n) => write!(f, "mcp:{n}"),
-            Self::Agent(n) => write!(f, "agent:{n}"),
-        }
+        f.write_str(&self.label())
     }
 }
 
