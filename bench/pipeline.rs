@@ -76,14 +76,6 @@ fn bench(c: &mut Criterion) {
             tool.call(json!({"text": "hi", "n": i}), &ctx).await
         })
     });
-    g.bench_function("governed", |b| {
-        b.to_async(&rt).iter(|| async {
-            let i = n.fetch_add(1, Ordering::Relaxed);
-            engine
-                .call(&session, "echo", json!({"text": "hi", "n": i}))
-                .await
-        })
-    });
     // The same, recording every call in an audit log (as the daemon does):
     // the difference to `governed` is what a durable row costs, hot.
     let dir = tempfile::tempdir().expect("temp dir");
@@ -93,14 +85,16 @@ fn bench(c: &mut Criterion) {
     let audited = Engine::builder(Config::default()).audit(audit).build();
     audited.registry().register(def, tool).expect("register");
     let _audited_watcher = audited.subscribe();
-    g.bench_function("governed_audited", |b| {
-        b.to_async(&rt).iter(|| async {
-            let i = n.fetch_add(1, Ordering::Relaxed);
-            audited
-                .call(&session, "echo", json!({"text": "hi", "n": i}))
-                .await
-        })
-    });
+    for (name, engine) in [("governed", &engine), ("governed_audited", &audited)] {
+        g.bench_function(name, |b| {
+            b.to_async(&rt).iter(|| async {
+                let i = n.fetch_add(1, Ordering::Relaxed);
+                engine
+                    .call(&session, "echo", json!({"text": "hi", "n": i}))
+                    .await
+            })
+        });
+    }
     g.finish();
 }
 
