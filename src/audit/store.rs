@@ -401,6 +401,36 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn rows_a_failed_commit_left_in_the_journal_are_committed_by_the_next_try() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.db");
+        let log = AuditLog::open(&path).await.unwrap();
+        let other = rusqlite::Connection::open(&path).unwrap();
+        other
+            .execute_batch(
+                "CREATE TRIGGER refuse BEFORE INSERT ON calls \
+                 BEGIN SELECT RAISE(ABORT, 'refused for the test'); END;",
+            )
+            .unwrap();
+        for i in 1..=3 {
+            log.record_call(rec(i)).await.unwrap();
+        }
+        log.flush().await;
+        let in_sqlite = |c: &rusqlite::Connection| {
+            c.query_row("SELECT count(*) FROM calls", [], |r| r.get::<_, i64>(0))
+                .unwrap()
+        };
+        assert_eq!(in_sqlite(&other), 0, "the commit was refused");
+        other.execute_batch("DROP TRIGGER refuse").unwrap();
+        let rows = log.recent_calls(10).await.unwrap();
+        assert_eq!(
+            rows.iter().map(|r| r.call_id).collect::<Vec<_>>(),
+            [1, 2, 3]
+        );
+        assert_eq!(in_sqlite(&other), 3);
+    }
+
+    #[tokio::test]
     async fn another_process_reading_the_log_sees_calls_not_yet_committed() {
         let (dir, owner, blocker) = log_behind_a_lock().await;
         for i in 1..=3 {

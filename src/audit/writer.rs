@@ -33,6 +33,10 @@ use super::store::AuditError;
 /// later; reads through the owning handle wait for them.
 const GATHER: Duration = Duration::from_millis(50);
 
+/// How long the writer waits before trying again after a failed commit
+/// (a flush tries at once).
+const RETRY: Duration = Duration::from_secs(1);
+
 /// Journal bytes read (and committed in one transaction) at a time;
 /// bounds how long one commit holds the writer. A longer row is read
 /// whole.
@@ -288,7 +292,15 @@ fn run(conn: &mut rusqlite::Connection, spool: &Spool, shared: &Shared) {
             return;
         }
         if round.worked {
-            std::thread::park_timeout(GATHER);
+            // While SQLite refuses (a full disk, a lock held for long), the
+            // rows wait in the journal; retrying every GATHER would re-read
+            // them 20 times a second.
+            let wait = if journal.failing.is_some() {
+                RETRY
+            } else {
+                GATHER
+            };
+            std::thread::park_timeout(wait);
             continue;
         }
         shared.idle.store(true, Ordering::SeqCst);
