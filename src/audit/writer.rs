@@ -72,8 +72,8 @@ struct EventRow {
 struct Inbox {
     events: Vec<EventRow>,
     /// Readers waiting until everything recorded before they asked is in
-    /// SQLite.
-    flushes: Vec<oneshot::Sender<()>>,
+    /// SQLite; told whether it got there (false: a commit failed).
+    flushes: Vec<oneshot::Sender<bool>>,
     /// The last handle is gone: commit what is left and end.
     stop: bool,
     /// The writer thread has ended (it panicked): nobody will answer.
@@ -110,6 +110,8 @@ pub(super) enum Writer {
 /// opened for writing at once (a daemon restarted in the same process).
 #[derive(Debug)]
 pub(super) struct Owner {
+    /// The database, whose journal reads fall back to.
+    db: PathBuf,
     shared: Arc<Shared>,
     spool: Arc<Spool>,
     thread: Option<JoinHandle<()>>,
@@ -171,6 +173,7 @@ impl Writer {
             })
             .map_err(|e| err(&e))?;
         Ok(Self::Owner(Arc::new(Owner {
+            db: path.to_owned(),
             shared,
             spool,
             thread: Some(thread),
@@ -210,37 +213,38 @@ impl Writer {
     }
 
     /// Calls recorded so far that a read of SQLite may miss, oldest
-    /// first: none once this process's own rows are committed (this waits
-    /// for that); for a read-only handle, the rows in the journal of the
-    /// process that writes the log (a few may be in SQLite already).
+    /// first (a few may be in SQLite already): none once this process's
+    /// own rows are committed (this waits for that); otherwise the rows in
+    /// the journal, this process's whose commit failed, or those of the
+    /// process that writes the log.
     pub(super) async fn unsettled(&self) -> Vec<(i64, CallRecord)> {
-        match self {
-            Self::Owner(_) => {
-                self.flush().await;
-                Vec::new()
-            }
-            Self::Reader(db) => spool::peek(db).unwrap_or_else(|e| {
-                tracing::warn!("audit log: cannot read the writer's journal: {e}");
-                Vec::new()
-            }),
-        }
+        let db = match self {
+            Self::Owner(_) if self.flush().await => return Vec::new(),
+            Self::Owner(owner) => &owner.db,
+            Self::Reader(db) => db,
+        };
+        spool::peek(db).unwrap_or_else(|e| {
+            tracing::warn!("audit log: cannot read the journal: {e}");
+            Vec::new()
+        })
     }
 
-    /// Waits until everything recorded so far is in SQLite.
-    pub(super) async fn flush(&self) {
+    /// Waits until everything recorded so far is in SQLite; false if a
+    /// commit failed (the rows wait in the journal) or no writer is left.
+    pub(super) async fn flush(&self) -> bool {
         let Self::Owner(owner) = self else {
-            return;
+            return false;
         };
         let (ack, done) = oneshot::channel();
         {
             let mut inbox = owner.shared.inbox();
             if inbox.gone {
-                return;
+                return false;
             }
             inbox.flushes.push(ack);
         }
         owner.wake();
-        let _ = done.await;
+        done.await.unwrap_or(false)
     }
 }
 
@@ -352,7 +356,9 @@ fn round(
     let inbox = std::mem::take(&mut *shared.inbox());
     let end = spool.end();
     let worked = end > journal.offset || !inbox.events.is_empty();
-    match ingest(conn, spool, journal, end, &inbox.events) {
+    let ingested = ingest(conn, spool, journal, end, &inbox.events);
+    let committed = ingested.is_ok();
+    match ingested {
         Ok(()) => {
             if journal.failing.take().is_some() {
                 tracing::info!("audit log writes resumed");
@@ -370,7 +376,7 @@ fn round(
         }
     }
     for ack in inbox.flushes {
-        let _ = ack.send(());
+        let _ = ack.send(committed);
     }
     Round {
         worked,
