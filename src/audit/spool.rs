@@ -51,6 +51,7 @@ struct State {
     /// more would misplace every later row, so appends fail (closed).
     torn: bool,
 }
+
 /// What opening the journal found.
 pub(super) enum Opened {
     /// This process owns it; these rows were left by a killed process.
@@ -100,9 +101,9 @@ impl Spool {
     }
 
     /// Appends a row (`body`: a [`CallRecord`] as a JSON object) with the
-    /// next id, as `[id,body]`, in one write; returns the id. Once this
-    /// returns the row survives the process being killed.
-    pub(super) fn append(&self, body: &[u8]) -> std::io::Result<i64> {
+    /// next id, as `[id,body]`, in one write. Once this returns the row
+    /// survives the process being killed.
+    pub(super) fn append(&self, body: &[u8]) -> std::io::Result<()> {
         let mut s = self.lock();
         if s.torn {
             return Err(std::io::Error::other(
@@ -125,7 +126,7 @@ impl Spool {
         }
         s.next_id += 1;
         s.bytes += line.len() as u64;
-        Ok(id)
+        Ok(())
     }
 
     /// Where the complete rows end: the writer reads up to here.
@@ -136,6 +137,12 @@ impl Spool {
     /// Reads `buf.len()` bytes of rows from `offset` (below [`Self::end`]).
     pub(super) fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
         self.reader.read_exact_at(buf, offset)
+    }
+
+    /// Every complete row in this journal, as [`peek`] reads another
+    /// process's: reads fall back to it while commits fail.
+    pub(super) fn rows(&self) -> std::io::Result<Vec<(i64, CallRecord)>> {
+        read_journal(&self.path)
     }
 
     /// Once every row up to `committed` is in SQLite: empties the journal
@@ -175,7 +182,12 @@ fn journal_path(db: &Path) -> PathBuf {
 /// committed to SQLite yet (and, until the journal is emptied, some that
 /// it has). A last line still being written is left out.
 pub(super) fn peek(db: &Path) -> std::io::Result<Vec<(i64, CallRecord)>> {
-    match File::open(journal_path(db)) {
+    read_journal(&journal_path(db))
+}
+
+/// Every complete row in the journal at `path` (none if there is none).
+fn read_journal(path: &Path) -> std::io::Result<Vec<(i64, CallRecord)>> {
+    match File::open(path) {
         Ok(file) => read_rows(&file, |_, _| {}),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
         Err(e) => Err(e),

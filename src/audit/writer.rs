@@ -110,8 +110,6 @@ pub(super) enum Writer {
 /// opened for writing at once (a daemon restarted in the same process).
 #[derive(Debug)]
 pub(super) struct Owner {
-    /// The database, whose journal reads fall back to.
-    db: PathBuf,
     shared: Arc<Shared>,
     spool: Arc<Spool>,
     thread: Option<JoinHandle<()>>,
@@ -173,7 +171,6 @@ impl Writer {
             })
             .map_err(|e| err(&e))?;
         Ok(Self::Owner(Arc::new(Owner {
-            db: path.to_owned(),
             shared,
             spool,
             thread: Some(thread),
@@ -218,12 +215,12 @@ impl Writer {
     /// the journal, this process's whose commit failed, or those of the
     /// process that writes the log.
     pub(super) async fn unsettled(&self) -> Vec<(i64, CallRecord)> {
-        let db = match self {
+        let rows = match self {
             Self::Owner(_) if self.flush().await => return Vec::new(),
-            Self::Owner(owner) => &owner.db,
-            Self::Reader(db) => db,
+            Self::Owner(owner) => owner.spool.rows(),
+            Self::Reader(db) => spool::peek(db),
         };
-        spool::peek(db).unwrap_or_else(|e| {
+        rows.unwrap_or_else(|e| {
             tracing::warn!("audit log: cannot read the journal: {e}");
             Vec::new()
         })
