@@ -112,19 +112,28 @@ impl Source {
     /// form, joined rather than formatted (trust-wrapping writes it into
     /// every external call's output).
     pub fn label(&self) -> Cow<'static, str> {
-        let (kind, name) = match self {
-            Self::Builtin => return Cow::Borrowed("builtin"),
+        match self.parts() {
+            (kind, "") => Cow::Borrowed(kind),
+            (kind, name) => Cow::Owned([kind, name].concat()),
+        }
+    }
+
+    /// The label's kind (with its colon) and name (empty for built-ins).
+    fn parts(&self) -> (&'static str, &str) {
+        match self {
+            Self::Builtin => ("builtin", ""),
             Self::Plugin(n) => ("plugin:", n),
             Self::Mcp(n) => ("mcp:", n),
             Self::Agent(n) => ("agent:", n),
-        };
-        Cow::Owned([kind, name].concat())
+        }
     }
 }
 
 impl fmt::Display for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.label())
+        let (kind, name) = self.parts();
+        f.write_str(kind)?;
+        f.write_str(name)
     }
 }
 
@@ -319,6 +328,20 @@ impl ToolDef {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_source_is_labelled_as_it_is_displayed() {
+        let sources = [
+            (Source::Builtin, "builtin"),
+            (Source::Plugin("p".into()), "plugin:p"),
+            (Source::Mcp("web".into()), "mcp:web"),
+            (Source::Agent("a-1".into()), "agent:a-1"),
+        ];
+        for (source, text) in sources {
+            assert_eq!(source.label(), text);
+            assert_eq!(source.to_string(), text);
+        }
+    }
 
     #[test]
     fn names_follow_the_rule() {
