@@ -124,43 +124,43 @@ fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
-async fn direct_round(
-    client: &rmcp::service::Peer<rmcp::RoleClient>,
-    calls: usize,
-    base: usize,
-    out: &mut Vec<Duration>,
-) {
-    for i in 0..calls {
-        let args = match json!({"message": format!("m{}", base + i)}) {
-            serde_json::Value::Object(o) => o,
-            _ => serde_json::Map::new(),
-        };
-        let t = Instant::now();
-        let r = client
-            .call_tool(CallToolRequestParams::new("echo").with_arguments(args))
-            .await;
-        out.push(t.elapsed());
-        assert!(r.is_ok(), "direct call failed: {r:?}");
+/// The echo arguments for call `n`, made before any clock starts.
+fn echo_args(n: usize) -> serde_json::Map<String, serde_json::Value> {
+    match json!({"message": format!("m{n}")}) {
+        serde_json::Value::Object(o) => o,
+        _ => serde_json::Map::new(),
     }
 }
 
-async fn toolgate_round(
+/// One call from an rmcp client straight to the server; its latency.
+async fn direct_call(
+    client: &rmcp::service::Peer<rmcp::RoleClient>,
+    args: serde_json::Map<String, serde_json::Value>,
+) -> Duration {
+    let t = Instant::now();
+    let r = client
+        .call_tool(CallToolRequestParams::new("echo").with_arguments(args))
+        .await;
+    let latency = t.elapsed();
+    assert!(r.is_ok(), "direct call failed: {r:?}");
+    latency
+}
+
+/// One call through toolgate; its latency. Adds the call's stage timings
+/// to `stages`.
+async fn toolgate_call(
     engine: &Engine,
     session: &Session,
-    calls: usize,
-    base: usize,
-    out: &mut Vec<Duration>,
+    args: serde_json::Map<String, serde_json::Value>,
     stages: &mut StageTimes,
-) {
-    for i in 0..calls {
-        // Arguments are made before the clock starts, as for the direct side.
-        let args = json!({"message": format!("m{}", base + i)});
-        let t = Instant::now();
-        let r = engine.call(session, "bench__echo", args).await;
-        out.push(t.elapsed());
-        assert!(r.result.is_ok(), "toolgate call failed: {:?}", r.result);
-        stages.add(&r.trace);
-    }
+) -> Duration {
+    let args = serde_json::Value::Object(args);
+    let t = Instant::now();
+    let r = engine.call(session, "bench__echo", args).await;
+    let latency = t.elapsed();
+    assert!(r.result.is_ok(), "toolgate call failed: {:?}", r.result);
+    stages.add(&r.trace);
+    latency
 }
 
 /// Each stage's own time (its time minus the stages inside it), summed
@@ -406,27 +406,23 @@ impl Sides<'_> {
     /// would refuse identical repeats, as it should); returns its latency
     /// and adds toolgate's stage timings to `stages`.
     async fn call(&self, side: Side, n: usize, stages: &mut StageTimes) -> Duration {
-        let mut out = Vec::with_capacity(1);
+        // Everything but the call itself is made before any clock starts.
+        let args = echo_args(n);
         match side {
-            Side::Direct => direct_round(self.direct, 1, n, &mut out).await,
+            Side::Direct => direct_call(self.direct, args).await,
             Side::DirectJournaled => {
                 let mut line = format!("[{n},\"{}\"", "x".repeat(LINE)).into_bytes();
                 line.truncate(LINE - 1);
                 line.push(b'\n');
                 let t = Instant::now();
-                direct_round(self.journaled, 1, n, &mut Vec::new()).await;
+                direct_call(self.journaled, args).await;
                 std::io::Write::write_all(&mut &self.journal, &line)
                     .unwrap_or_else(|e| panic!("journal: {e}"));
-                out.push(t.elapsed());
+                t.elapsed()
             }
-            Side::Plain => {
-                toolgate_round(self.plain, &self.session, 1, n, &mut out, stages).await;
-            }
-            Side::Audited => {
-                toolgate_round(self.audited, &self.session, 1, n, &mut out, stages).await;
-            }
+            Side::Plain => toolgate_call(self.plain, &self.session, args, stages).await,
+            Side::Audited => toolgate_call(self.audited, &self.session, args, stages).await,
         }
-        out.pop().unwrap_or_default()
     }
 }
 
