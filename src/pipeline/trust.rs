@@ -139,41 +139,40 @@ pub fn wrap(text: &str, tool: &str, source: &str, rng: &mut impl Rng) -> (String
     )
 }
 
-/// The text of a part that gets wrapped.
-fn text_of(part: &Content) -> Option<Cow<'_, str>> {
+/// The text of a part that gets wrapped (JSON parts are rendered as text
+/// first, see [`wrap_result`]).
+fn text_of(part: &mut Content) -> Option<&mut String> {
     match part {
-        Content::Text { text } => Some(Cow::Borrowed(text)),
-        Content::Resource { text: Some(t), .. } => Some(Cow::Borrowed(t)),
-        Content::Json { value } => Some(Cow::Owned(value.to_string())),
+        Content::Text { text }
+        | Content::Resource {
+            text: Some(text), ..
+        } => Some(text),
         _ => None,
     }
 }
 
 /// Wraps every textual part of `result` with one boundary drawn from
-/// `rng`; returns it, or `None` when nothing needed wrapping.
+/// `rng`; returns it, or `None` when nothing needed wrapping. A JSON part
+/// is textual too: it becomes a text part holding its JSON, rendered once.
 pub fn wrap_result(
     result: &mut ToolResult,
     tool: &str,
     source: &str,
     rng: &mut impl Rng,
 ) -> Option<String> {
-    let texts = result.content.iter().filter_map(text_of);
-    // Nothing textual: nothing to wrap.
-    texts.clone().next()?;
-    let boundary = draw_boundary(texts, rng);
-    let (tool, source) = (attr(tool), attr(source));
-    let wrap = |text: &str| wrap_with(text, &tool, &source, &boundary);
     for part in &mut result.content {
-        match part {
-            Content::Text { text }
-            | Content::Resource {
-                text: Some(text), ..
-            } => {
-                *text = wrap(text);
-            }
-            Content::Json { value } => *part = Content::text(wrap(&value.to_string())),
-            _ => {}
+        if let Content::Json { value } = part {
+            *part = Content::text(value.to_string());
         }
+    }
+    let texts: Vec<&mut String> = result.content.iter_mut().filter_map(text_of).collect();
+    if texts.is_empty() {
+        return None;
+    }
+    let boundary = draw_boundary(texts.iter().map(|t| t.as_str()), rng);
+    let (tool, source) = (attr(tool), attr(source));
+    for text in texts {
+        *text = wrap_with(text, &tool, &source, &boundary);
     }
     result
         .meta
