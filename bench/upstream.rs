@@ -7,9 +7,10 @@
 //! gets and toolgate's overhead is as visible as it can be. Each side has
 //! its own server process. Two views of the same sides, in one run:
 //!
-//! - interleaved call by call (direct, toolgate, toolgate+audit, ...,
-//!   each round starting one side further on), so drift in machine load
-//!   hits all alike; every call finds the caches warmed by the other two;
+//! - interleaved call by call, in an order where each side follows each
+//!   other side equally often, so drift in machine load and the after-
+//!   effects of one side's call on the next hit all alike; every call
+//!   finds the caches warmed by the other two;
 //! - in blocks of [`BLOCK`] calls per side, taking turns: each side runs
 //!   warm, as one busy agent would. This view also reports the calling
 //!   thread's CPU time per call, which is toolgate's own work apart from
@@ -287,18 +288,19 @@ async fn bench(rounds: usize, calls: usize) {
     }
     let n = rounds * calls;
     // Interleaved call by call, so load changes (2 shared cores) and the
-    // audit writer's background work hit all sides alike.
-    // Each round starts one side further on, so every side follows every
-    // other equally often. The floor side is left out here: a fourth side
-    // in each round would make every call colder than this view measures.
-    let interleaved = [Side::Direct, Side::Plain, Side::Audited];
+    // audit writer's background work hit all sides alike. What a call
+    // finds depends on the call before it (the audited side's journal
+    // write slows whatever upstream call comes next), so the order walks
+    // every ordered pair of different sides once per cycle: each side
+    // follows each other side equally often. (Rotating one fixed order
+    // does not: the first side would always follow the last.) The floor
+    // side is left out here: a fourth side would make every call colder
+    // than this view measures.
     let mut lat = [const { Vec::new() }; Side::ALL.len()];
-    for i in 0..n {
-        for j in 0..interleaved.len() {
-            let side = interleaved[(i + j) % interleaved.len()];
-            let latency = sides.call(side, 1_000_000 + i, &mut ignored).await;
-            lat[side as usize].push(latency);
-        }
+    for i in 0..n * 3 {
+        let side = INTERLEAVED[i % INTERLEAVED.len()];
+        let latency = sides.call(side, 1_000_000 + i, &mut ignored).await;
+        lat[side as usize].push(latency);
     }
     println!("tools/call echo to a stdio rmcp server: {n} sequential calls each");
     println!("-- interleaved call by call (every call finds the caches of the other two)");
@@ -350,6 +352,18 @@ async fn direct_client() -> rmcp::service::RunningService<rmcp::RoleClient, ()> 
         .await
         .unwrap_or_else(|e| panic!("direct: {e}"))
 }
+
+/// The interleaved view's order, repeated: D→P, P→A, A→D, D→A, A→P and
+/// (wrapping round) P→D, every ordered pair of different sides once, and
+/// each side twice per cycle.
+const INTERLEAVED: [Side; 6] = [
+    Side::Direct,
+    Side::Plain,
+    Side::Audited,
+    Side::Direct,
+    Side::Audited,
+    Side::Plain,
+];
 
 /// Calls per side in a row in the block phase.
 const BLOCK: usize = 500;
