@@ -2,10 +2,12 @@
 //! the full pipeline) versus the same call from an rmcp client straight to
 //! the same kind of server, in one run. Target: toolgate ≤ 1.1× direct.
 //!
-//! The upstream is this very binary re-executed as a minimal rmcp stdio
-//! server with one `echo` tool, so the server's own cost is as small as it
-//! gets and toolgate's overhead is as visible as it can be. Each side has
-//! its own server process. Two views of the same sides, in one run:
+//! Two servers, each with one `echo` tool: this very binary re-executed as
+//! a minimal rmcp server, so the server's own cost is as small as it gets
+//! and toolgate's overhead is as visible as it can be; then npm's
+//! server-everything (the integration tests' reference server) when
+//! `scripts/setup-test-deps` has installed it. Each side has its own
+//! server process. Two views of the same sides, in one run:
 //!
 //! - interleaved call by call, in an order where each side follows each
 //!   other side equally often, so drift in machine load and the after-
@@ -19,9 +21,10 @@
 //! A fourth side in the block view, the direct client followed by
 //! appending a line of an audit row's size to a file, shows what any
 //! record made durable before the reply costs on this machine with no
-//! toolgate code at all. Each
-//! toolgate side also reports its stages' own times per call, from the
-//! timings every reply carries.
+//! toolgate code at all. Each toolgate side also reports its stages' own
+//! times per call, from the timings every reply carries. Ratios come with
+//! the p50 difference in µs: the round trip itself varies with the load
+//! on this shared machine, toolgate's added time much less.
 //!
 //! Every call has distinct arguments (the loop guard would otherwise refuse
 //! identical repeats, as it should). All sides use the daemon's allocator.
@@ -92,11 +95,50 @@ impl ServerHandler for Echo {
     }
 }
 
-fn server_command() -> tokio::process::Command {
-    let exe = std::env::current_exe().unwrap_or_else(|_| "upstream".into());
-    let mut cmd = tokio::process::Command::new(exe);
-    cmd.env(SERVE, "1");
-    cmd
+/// A stdio server both sides call, and how to start it.
+struct Server {
+    /// What the report calls it.
+    label: &'static str,
+    command: String,
+    args: Vec<String>,
+    env: std::collections::BTreeMap<String, String>,
+}
+
+impl Server {
+    /// This binary as a minimal rmcp server: toolgate's overhead as
+    /// visible as it can be.
+    fn minimal() -> Self {
+        let exe = std::env::current_exe()
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Self {
+            label: "a minimal rmcp server (this binary)",
+            command: exe,
+            args: vec![],
+            env: [(SERVE.to_owned(), "1".to_owned())].into_iter().collect(),
+        }
+    }
+
+    /// npm's server-everything (its `echo` tool), the reference server
+    /// the integration tests use, if `scripts/setup-test-deps` installed
+    /// it: a real server's round trip for comparison.
+    fn everything() -> Option<Self> {
+        let js = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+            "tests/fixtures/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+        );
+        js.is_file().then(|| Self {
+            label: "npm server-everything (node)",
+            command: "node".to_owned(),
+            args: vec![js.to_string_lossy().into_owned(), "stdio".to_owned()],
+            env: Default::default(),
+        })
+    }
+
+    fn command(&self) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new(&self.command);
+        cmd.args(&self.args).envs(&self.env);
+        cmd
+    }
 }
 
 fn env_usize(name: &str, default: usize) -> usize {
@@ -200,7 +242,11 @@ impl StageTimes {
     }
 }
 
-async fn toolgate_engine(audit: Option<AuditLog>, pins: PinStore) -> (Engine, Upstreams) {
+async fn toolgate_engine(
+    audit: Option<AuditLog>,
+    pins: PinStore,
+    server: &Server,
+) -> (Engine, Upstreams) {
     // The benchmark measures the path, not a person: let external tools run.
     let config = Config::parse(
         "[policy]\npreset = \"autonomous\"\n",
@@ -213,15 +259,12 @@ async fn toolgate_engine(audit: Option<AuditLog>, pins: PinStore) -> (Engine, Up
     }
     let engine = b.build();
     let up = Upstreams::new(engine.clone(), pins, UpstreamOptions::default());
-    let exe = std::env::current_exe()
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_default();
     let spec = ServerSpec::new(
         "bench",
         TransportSpec::Stdio {
-            command: exe,
-            args: vec![],
-            env: [(SERVE.to_owned(), "1".to_owned())].into_iter().collect(),
+            command: server.command.clone(),
+            args: server.args.clone(),
+            env: server.env.clone(),
             cwd: None,
         },
     );
@@ -250,7 +293,7 @@ fn report(name: &str, s: &mut Stats) -> (f64, f64) {
     (p50, mean)
 }
 
-async fn bench(rounds: usize, calls: usize) {
+async fn bench(rounds: usize, calls: usize, server: &Server) {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temp dir: {e}"));
     let audit = AuditLog::open(&dir.path().join("bench.db"))
         .await
@@ -261,10 +304,10 @@ async fn bench(rounds: usize, calls: usize) {
 
     // Every side has its own server process, so in the interleaved view
     // no side finds a server its predecessor just warmed.
-    let direct = direct_client().await;
-    let journaled = direct_client().await;
-    let (plain, up_plain) = toolgate_engine(None, pins.clone()).await;
-    let (audited, up_audited) = toolgate_engine(Some(audit), pins).await;
+    let direct = direct_client(server).await;
+    let journaled = direct_client(server).await;
+    let (plain, up_plain) = toolgate_engine(None, pins.clone(), server).await;
+    let (audited, up_audited) = toolgate_engine(Some(audit), pins, server).await;
     let journal = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -302,7 +345,10 @@ async fn bench(rounds: usize, calls: usize) {
         let latency = sides.call(side, 1_000_000 + i, &mut ignored).await;
         lat[side as usize].push(latency);
     }
-    println!("tools/call echo to a stdio rmcp server: {n} sequential calls each");
+    println!(
+        "tools/call echo to {} over stdio: {n} sequential calls each",
+        server.label
+    );
     println!("-- interleaved call by call (every call finds the caches of the other two)");
     let _ = table(&mut lat);
     // In blocks of BLOCK calls per side, taking turns: each side runs warm,
@@ -344,8 +390,10 @@ async fn bench(rounds: usize, calls: usize) {
 }
 
 /// An rmcp client with its own server process.
-async fn direct_client() -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
-    let (transport, _) = TokioChildProcess::builder(server_command())
+async fn direct_client(server: &Server) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    // Its stderr goes nowhere, as toolgate's goes to a log buffer.
+    let (transport, _) = TokioChildProcess::builder(server.command())
+        .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap_or_else(|e| panic!("spawn: {e}"));
     ().serve(transport)
@@ -456,8 +504,9 @@ fn table(lat: &mut [Vec<Duration>; Side::ALL.len()]) -> f64 {
     for &side in ran.iter().filter(|&&side| side != Side::Direct) {
         let (p50, mean) = figures[side as usize];
         println!(
-            "  ratio to direct: p50 {:.3}x  mean {:.3}x  {}",
+            "  ratio to direct: p50 {:.3}x ({:+.1} µs)  mean {:.3}x  {}",
             p50 / d50,
+            p50 - d50,
             mean / dmean,
             side.label()
         );
@@ -495,5 +544,13 @@ fn main() {
     } else {
         (1, 10)
     };
-    rt.block_on(bench(rounds, calls));
+    let servers = [Some(Server::minimal()), Server::everything()];
+    for server in servers.iter().flatten() {
+        rt.block_on(bench(rounds, calls, server));
+    }
+    if servers[1].is_none() {
+        println!(
+            "(server-everything is not installed: run scripts/setup-test-deps to compare with it)"
+        );
+    }
 }
