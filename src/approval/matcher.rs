@@ -222,7 +222,9 @@ pub fn pointer_of(arg: &str) -> String {
     if arg.is_empty() || arg.starts_with('/') {
         arg.to_owned()
     } else {
-        format!("/{}", arg.replace('~', "~0").replace('/', "~1"))
+        let mut pointer = String::with_capacity(arg.len() + 1);
+        crate::schema::pointer::push_segment(&mut pointer, arg);
+        pointer
     }
 }
 

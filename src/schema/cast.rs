@@ -373,14 +373,7 @@ impl Ptr<'_> {
             Self::Root => {}
             Self::Key(parent, key) => {
                 parent.write(out);
-                out.push('/');
-                for ch in key.chars() {
-                    match ch {
-                        '~' => out.push_str("~0"),
-                        '/' => out.push_str("~1"),
-                        c => out.push(c),
-                    }
-                }
+                super::pointer::push_segment(out, key);
             }
             Self::Index(parent, i) => {
                 parent.write(out);

@@ -179,24 +179,19 @@ fn known_arguments(schema: &JsonObject, keyword_path: &str) -> String {
 
 /// The sub-schema at JSON pointer `pointer` inside `schema`, if it is an object.
 fn resolve<'s>(schema: &'s JsonObject, pointer: &str) -> Option<&'s JsonObject> {
-    let mut segs = pointer.split('/').skip(1).map(unescape);
+    let mut segs = pointer.split('/').skip(1).map(super::pointer::unescape);
     let Some(first) = segs.next() else {
         return Some(schema);
     };
-    let mut at = schema.get(&first)?;
+    let mut at = schema.get(&*first)?;
     for seg in segs {
         at = match at {
-            Value::Object(o) => o.get(&seg)?,
+            Value::Object(o) => o.get(&*seg)?,
             Value::Array(a) => a.get(seg.parse::<usize>().ok()?)?,
             _ => return None,
         };
     }
     at.as_object()
-}
-
-/// One JSON pointer segment, unescaped per RFC 6901.
-fn unescape(seg: &str) -> String {
-    seg.replace("~1", "/").replace("~0", "~")
 }
 
 /// Enum options as `"r", "w"`.

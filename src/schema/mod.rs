@@ -9,6 +9,7 @@
 mod cast;
 mod compile;
 mod messages;
+pub(crate) mod pointer;
 
 pub use cast::{CastNote, cast_args};
 pub use compile::{CompiledSchema, SchemaError};
