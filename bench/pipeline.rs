@@ -7,7 +7,10 @@
 //! overhead per call. `governed_audited`: `governed` with an audit log, as
 //! the daemon runs; the difference to `governed` is what a durable row
 //! costs. Arguments change every iteration so the loop guard sees distinct
-//! calls, as it would in real use.
+//! calls, as it would in real use. `onion_noop_0` / `onion_noop_12`: the
+//! same tool through zero and through twelve stages that only pass the call
+//! on; the difference is what the onion itself (a boxed future, two clock
+//! reads and a trace entry per stage) costs, apart from any stage's work.
 
 // criterion_group! and criterion_main! generate undocumented items.
 #![allow(missing_docs)]
@@ -22,6 +25,8 @@ use toolgate::Engine;
 use toolgate::audit::AuditLog;
 use toolgate::config::Config;
 use toolgate::context::{CallContext, Caller, Session};
+use toolgate::events::{EventBus, StageName};
+use toolgate::pipeline::{Call, CallResult, Next, Pipeline, Stage};
 use toolgate::tool::{JsonObject, Tool, ToolDef, ToolName, ToolResult};
 
 fn echo() -> (ToolDef, Arc<dyn Tool>) {
@@ -95,7 +100,48 @@ fn bench(c: &mut Criterion) {
             })
         });
     }
+    onion(&mut g, &rt, &engine, &ctx);
     g.finish();
+}
+
+/// A stage that only passes the call on.
+struct PassOn;
+
+impl Stage for PassOn {
+    fn name(&self) -> StageName {
+        StageName::Hooks
+    }
+
+    fn handle<'a>(
+        &'a self,
+        call: &'a mut Call,
+        next: Next<'a>,
+    ) -> futures::future::BoxFuture<'a, CallResult> {
+        Box::pin(next.run(call))
+    }
+}
+
+fn onion(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    rt: &tokio::runtime::Runtime,
+    engine: &Engine,
+    ctx: &CallContext,
+) {
+    let tool = engine.registry().resolve("echo").expect("echo");
+    let settings = engine.settings().resolve("echo");
+    for depth in [0, 12] {
+        let stages: Vec<Arc<dyn Stage>> = (0..depth)
+            .map(|_| Arc::new(PassOn) as Arc<dyn Stage>)
+            .collect();
+        let pipeline = Pipeline::from_stages(stages, EventBus::new());
+        g.bench_function(format!("onion_noop_{depth}"), |b| {
+            b.to_async(rt).iter(|| async {
+                let args = json!({"text": "hi"});
+                let mut call = Call::new(0, tool.clone(), args, ctx.clone(), settings.clone());
+                pipeline.run(&mut call).await
+            })
+        });
+    }
 }
 
 criterion_group!(benches, bench);
