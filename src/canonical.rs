@@ -11,60 +11,91 @@ use std::fmt::Write;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-/// Appends the canonical JSON of `v` to `out`.
-pub fn write_canonical(v: &Value, out: &mut String) {
+/// Appends the canonical JSON of `v` to `out`: a `String`, an audit
+/// journal line being written, or a hasher (see [`ByteSink`], [`HashSink`]), so the
+/// form is never built twice just to be copied or hashed. The sinks in
+/// this crate cannot fail; a failing one would stop the output short.
+pub fn write_canonical<W: Write + ?Sized>(v: &Value, out: &mut W) {
+    let _ = canonical(v, out);
+}
+
+fn canonical<W: Write + ?Sized>(v: &Value, out: &mut W) -> std::fmt::Result {
     match v {
         Value::Object(map) => {
-            out.push('{');
+            out.write_char('{')?;
             // serde_json's map is sorted unless some crate in the build
             // turns on `preserve_order`; sort only then.
             if map.keys().is_sorted() {
-                write_members(map.iter(), out);
+                write_members(map.iter(), out)?;
             } else {
                 let mut members: Vec<(&String, &Value)> = map.iter().collect();
                 members.sort_unstable_by_key(|(k, _)| *k);
-                write_members(members.into_iter(), out);
+                write_members(members.into_iter(), out)?;
             }
-            out.push('}');
+            out.write_char('}')
         }
         Value::Array(items) => {
-            out.push('[');
+            out.write_char('[')?;
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.write_char(',')?;
                 }
-                write_canonical(item, out);
+                canonical(item, out)?;
             }
-            out.push(']');
+            out.write_char(']')
         }
         Value::String(s) => write_str(s, out),
-        scalar => {
-            let _ = write!(out, "{scalar}");
-        }
+        scalar => write!(out, "{scalar}"),
     }
 }
 
-fn write_members<'a>(members: impl Iterator<Item = (&'a String, &'a Value)>, out: &mut String) {
+fn write_members<'a, W: Write + ?Sized>(
+    members: impl Iterator<Item = (&'a String, &'a Value)>,
+    out: &mut W,
+) -> std::fmt::Result {
     for (i, (k, v)) in members.enumerate() {
         if i > 0 {
-            out.push(',');
+            out.write_char(',')?;
         }
-        write_str(k, out);
-        out.push(':');
-        write_canonical(v, out);
+        write_str(k, out)?;
+        out.write_char(':')?;
+        canonical(v, out)?;
     }
+    Ok(())
 }
 
 /// A JSON string exactly as serde_json writes it. Most keys and values
 /// need no escaping (serde_json escapes only `"`, `\` and control
 /// characters) and are copied as they are.
-fn write_str(s: &str, out: &mut String) {
+fn write_str<W: Write + ?Sized>(s: &str, out: &mut W) -> std::fmt::Result {
     if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
-        out.push('"');
-        out.push_str(s);
-        out.push('"');
+        out.write_char('"')?;
+        out.write_str(s)?;
+        out.write_char('"')
     } else {
-        let _ = write!(out, "{}", Value::String(s.to_owned()));
+        write!(out, "{}", Value::String(s.to_owned()))
+    }
+}
+
+/// A journal line being written, as a [`write_canonical`] sink
+/// (`fmt::Write` has no impl for bytes).
+pub struct ByteSink<'a>(pub &'a mut Vec<u8>);
+
+impl Write for ByteSink<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.extend_from_slice(s.as_bytes());
+        Ok(())
+    }
+}
+
+/// A hasher as a [`write_canonical`] sink: the canonical form is hashed
+/// as it is produced, never held.
+pub struct HashSink<'a, H>(pub &'a mut H);
+
+impl<H: std::hash::Hasher> Write for HashSink<'_, H> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.write(s.as_bytes());
+        Ok(())
     }
 }
 
@@ -83,11 +114,17 @@ pub fn call_hash(tool: &str, args: &Value) -> String {
 
 /// [`call_hash`] for arguments already in canonical form.
 pub fn hash_canonical(tool: &str, canonical_args: &str) -> String {
+    hex_lower(&call_digest(tool, canonical_args.as_bytes()))
+}
+
+/// The digest [`call_hash`] encodes, of arguments already in canonical
+/// form: the audit log hashes the bytes it has just written.
+pub fn call_digest(tool: &str, canonical_args: &[u8]) -> [u8; 32] {
     let mut h = Sha256::new();
     h.update(tool.as_bytes());
     h.update([0u8]);
-    h.update(canonical_args.as_bytes());
-    sha256_hex(h)
+    h.update(canonical_args);
+    h.finalize().into()
 }
 
 /// A finished SHA-256 as 64 lowercase hex digits; this runs twice per

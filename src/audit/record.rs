@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::canonical::{call_hash, canonical_json, hash_canonical, sha256_hex};
+use crate::canonical::{ByteSink, call_digest, call_hash, write_canonical};
 use crate::context::Session;
 use crate::engine::CallReply;
 use crate::events::StageName;
@@ -78,15 +78,8 @@ impl CallRecord {
             Some(s) => redact_secrets(s, args),
             None => Cow::Borrowed(args),
         };
-        let args_json = canonical_json(&shown);
-        // Without secrets the shown arguments are the arguments: hash the
-        // canonical form already made instead of making it again.
-        let args_hash = match &shown {
-            Cow::Borrowed(_) => hash_canonical(tool, &args_json),
-            Cow::Owned(_) => call_hash(tool, args),
-        };
         let ran = reply.trace.iter().any(|(s, _)| *s == StageName::Execute);
-        let mut b = Body(Vec::with_capacity(384 + args_json.len()));
+        let mut b = Body(Vec::with_capacity(LINE_CAPACITY));
         b.raw("{\"ts_ms\":");
         b.json(&ts_ms);
         b.raw(",\"call_id\":");
@@ -98,9 +91,19 @@ impl CallRecord {
         b.raw(",\"tool\":");
         b.json(tool);
         b.raw(",\"args\":");
-        b.raw(&args_json);
+        let start = b.0.len();
+        write_canonical(&shown, &mut ByteSink(&mut b.0));
+        // Without secrets the shown arguments are the arguments: hash the
+        // canonical form just written instead of making it again.
+        let digest = match &shown {
+            Cow::Borrowed(_) => Some(call_digest(tool, b.0.get(start..).unwrap_or_default())),
+            Cow::Owned(_) => None,
+        };
         b.raw(",\"args_hash\":");
-        b.json(&args_hash);
+        match digest {
+            Some(d) => b.hex(&d),
+            None => b.json(&call_hash(tool, args)),
+        }
         b.raw(",\"decision\":");
         b.json(if ran { "allowed" } else { "refused" });
         match &reply.result {
@@ -110,7 +113,7 @@ impl CallRecord {
                 b.raw(",\"output_size\":");
                 b.json(&i64::try_from(r.size()).unwrap_or(i64::MAX));
                 b.raw(",\"output_digest\":");
-                b.json(&digest_json(r));
+                b.hex(&digest_json(r));
             }
             Err(e) => {
                 b.raw(",\"outcome\":\"error\",\"output_size\":0,\"error_kind\":");
@@ -130,10 +133,25 @@ impl CallRecord {
     }
 }
 
+/// Room for a typical journal line (about 640 bytes for a small call), so
+/// writing one seldom reallocates.
+const LINE_CAPACITY: usize = 1024;
+
 /// A journal body being written.
 struct Body(Vec<u8>);
 
 impl Body {
+    /// A SHA-256 digest as a JSON string of lowercase hex digits, encoded
+    /// in place.
+    fn hex(&mut self, digest: &[u8; 32]) {
+        let mut digits = [0u8; 64];
+        // Cannot fail: the buffer is exactly twice the digest.
+        let _ = hex::encode_to_slice(digest, &mut digits);
+        self.0.push(b'"');
+        self.0.extend_from_slice(&digits);
+        self.0.push(b'"');
+    }
+
     /// Text that is already JSON (or JSON syntax).
     fn raw(&mut self, text: &str) {
         self.0.extend_from_slice(text.as_bytes());
@@ -173,9 +191,9 @@ fn json_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error>
     }
 }
 
-/// SHA-256 of a value's JSON, hex-encoded, hashed as it is written rather
-/// than from a buffer holding all of it.
-fn digest_json(value: &impl Serialize) -> String {
+/// SHA-256 of a value's JSON, hashed as it is written rather than from a
+/// buffer holding all of it.
+fn digest_json(value: &impl Serialize) -> [u8; 32] {
     struct HashWriter(Sha256);
     impl std::io::Write for HashWriter {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -188,7 +206,7 @@ fn digest_json(value: &impl Serialize) -> String {
     }
     let mut w = HashWriter(Sha256::new());
     let _ = serde_json::to_writer(&mut w, value);
-    sha256_hex(w.0)
+    w.0.finalize().into()
 }
 
 /// Whether a property schema marks its value as secret: `writeOnly: true`
@@ -325,6 +343,7 @@ pub struct EventRow {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::canonical::canonical_json;
     use serde_json::json;
 
     #[test]
@@ -374,9 +393,7 @@ mod tests {
     #[test]
     fn the_streamed_digest_is_the_digest_of_the_whole_json() {
         let value = json!({"content": [{"type": "text", "text": "hi \"there\""}], "n": [1, 2.5]});
-        let whole = hex::encode(Sha256::digest(
-            serde_json::to_vec(&value).unwrap_or_default(),
-        ));
+        let whole: [u8; 32] = Sha256::digest(serde_json::to_vec(&value).unwrap_or_default()).into();
         assert_eq!(digest_json(&value), whole);
     }
 
@@ -419,7 +436,10 @@ mod tests {
         assert_eq!(rec.outcome, "ok");
         assert_eq!((rec.error_kind, rec.error_message), (None, None));
         assert_eq!(rec.output_size, i64::try_from(result.size()).unwrap_or(-1));
-        assert_eq!(rec.output_digest, Some(digest_json(&result)));
+        assert_eq!(
+            rec.output_digest,
+            Some(crate::canonical::hex_lower(&digest_json(&result)))
+        );
         assert_eq!(rec.stages, r#"[["execute",200],["policy",240]]"#);
         let notes: Value = serde_json::from_str(&rec.notes).unwrap_or(Value::Null);
         assert_eq!(notes, json!([["policy", "allow \"quoted\" → ok"]]));

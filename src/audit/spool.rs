@@ -18,7 +18,7 @@
 //! opening the same audit log gets a read-only handle.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, IoSlice, Write};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
@@ -111,21 +111,27 @@ impl Spool {
             ));
         }
         let id = s.next_id;
-        let mut line = Vec::with_capacity(body.len() + 24);
-        line.push(b'[');
-        serde_json::to_writer(&mut line, &id).map_err(std::io::Error::other)?;
-        line.push(b',');
-        line.extend_from_slice(body);
-        line.extend_from_slice(b"]\n");
-        if let Err(e) = s.file.write_all(&line) {
+        let mut head = Vec::with_capacity(24);
+        head.push(b'[');
+        serde_json::to_writer(&mut head, &id).map_err(std::io::Error::other)?;
+        head.push(b',');
+        let len = head.len() + body.len() + 2;
+        // One `writev` of the three pieces: the body is never copied into
+        // a line of its own. On a regular file a short write only happens
+        // when the disk refuses, which fails this row like an error.
+        let written = write_parts(&mut s.file, [&head, body, b"]\n"]);
+        if !matches!(written, Ok(n) if n == len) {
             // Leave no fragment for the next row to be glued to: the
             // writer reads rows by their byte ranges.
             let end = s.bytes;
             s.torn = s.file.set_len(end).is_err();
-            return Err(e);
+            return Err(match written {
+                Err(e) => e,
+                Ok(_) => std::io::Error::new(std::io::ErrorKind::WriteZero, "short write"),
+            });
         }
         s.next_id += 1;
-        s.bytes += line.len() as u64;
+        s.bytes += len as u64;
         Ok(())
     }
 
@@ -220,4 +226,15 @@ fn read_rows(
         }
     }
     Ok(rows)
+}
+
+/// Writes `parts` in one `writev`, retrying only if a signal came first.
+fn write_parts<const N: usize>(file: &mut File, parts: [&[u8]; N]) -> std::io::Result<usize> {
+    let slices = parts.map(IoSlice::new);
+    loop {
+        match file.write_vectored(&slices) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            other => return other,
+        }
+    }
 }

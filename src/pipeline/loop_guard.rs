@@ -36,7 +36,7 @@
 //! Halted sessions keep only their halt record, until reset.
 
 use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasher, RandomState};
+use std::hash::{BuildHasher, Hasher, RandomState};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -45,7 +45,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::{Call, CallResult, Next, Stage};
-use crate::canonical::write_canonical;
+use crate::canonical::{HashSink, write_canonical};
 use crate::context::SessionId;
 use crate::error::{CallError, LoopPattern};
 use crate::events::{Event, EventBus, StageName};
@@ -276,11 +276,15 @@ impl LoopGuard {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The identity of a call: keyed hash of tool name and canonical args.
+    /// The identity of a call: keyed hash of tool name and canonical args,
+    /// hashed as the canonical form is produced (never held). `0xff`, a
+    /// byte no UTF-8 text contains, ends the name.
     fn key(&self, tool: &str, args: &Value) -> u64 {
-        let mut canonical = String::with_capacity(64);
-        write_canonical(args, &mut canonical);
-        self.hasher.hash_one((tool, canonical.as_str()))
+        let mut h = self.hasher.build_hasher();
+        h.write(tool.as_bytes());
+        h.write_u8(0xff);
+        write_canonical(args, &mut HashSink(&mut h));
+        h.finish()
     }
 
     /// Records one call of `session` at `now` and decides its fate.
