@@ -12,9 +12,10 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 /// Appends the canonical JSON of `v` to `out`: a `String`, an audit
-/// journal line being written, or a hasher (see [`ByteSink`], [`HashSink`]), so the
-/// form is never built twice just to be copied or hashed. The sinks in
-/// this crate cannot fail; a failing one would stop the output short.
+/// journal line being written, or a hasher (see [`ByteSink`],
+/// [`HashSink`]), so the form is never built twice just to be copied or
+/// hashed. The sinks in this crate cannot fail; a failing one would stop
+/// the output short.
 pub fn write_canonical<W: Write + ?Sized>(v: &Value, out: &mut W) {
     let _ = canonical(v, out);
 }
@@ -109,12 +110,7 @@ pub fn canonical_json(v: &Value) -> String {
 /// SHA-256 of `tool` and the canonical arguments, hex-encoded. The tool name
 /// is part of the hash so equal arguments to different tools differ.
 pub fn call_hash(tool: &str, args: &Value) -> String {
-    hash_canonical(tool, &canonical_json(args))
-}
-
-/// [`call_hash`] for arguments already in canonical form.
-pub fn hash_canonical(tool: &str, canonical_args: &str) -> String {
-    hex_lower(&call_digest(tool, canonical_args.as_bytes()))
+    hex_lower(&call_digest(tool, canonical_json(args).as_bytes()))
 }
 
 /// The digest [`call_hash`] encodes, of arguments already in canonical
@@ -125,12 +121,6 @@ pub fn call_digest(tool: &str, canonical_args: &[u8]) -> [u8; 32] {
     h.update([0u8]);
     h.update(canonical_args);
     h.finalize().into()
-}
-
-/// A finished SHA-256 as 64 lowercase hex digits; this runs twice per
-/// audited call.
-pub fn sha256_hex(h: Sha256) -> String {
-    hex_lower(&h.finalize())
 }
 
 /// `bytes` as lowercase hex. `hex::encode` collects chars one by one;
@@ -158,7 +148,7 @@ mod tests {
         assert_eq!(hex_lower(&[]), "");
         // FIPS 180-2's first test vector.
         assert_eq!(
-            sha256_hex(Sha256::new_with_prefix(b"abc")),
+            hex_lower(&Sha256::digest(b"abc")),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
     }

@@ -93,16 +93,16 @@ impl CallRecord {
         b.raw(",\"args\":");
         let start = b.0.len();
         write_canonical(&shown, &mut ByteSink(&mut b.0));
-        // Without secrets the shown arguments are the arguments: hash the
-        // canonical form just written instead of making it again.
-        let digest = match &shown {
-            Cow::Borrowed(_) => Some(call_digest(tool, b.0.get(start..).unwrap_or_default())),
-            Cow::Owned(_) => None,
-        };
+        let written = start..b.0.len();
         b.raw(",\"args_hash\":");
-        match digest {
-            Some(d) => b.hex(&d),
-            None => b.json(&call_hash(tool, args)),
+        match &shown {
+            // Without secrets the shown arguments are the arguments: hash
+            // the canonical form just written instead of making it again.
+            Cow::Borrowed(_) => {
+                let digest = call_digest(tool, b.0.get(written).unwrap_or_default());
+                b.hex(&digest);
+            }
+            Cow::Owned(_) => b.json(&call_hash(tool, args)),
         }
         b.raw(",\"decision\":");
         b.json(if ran { "allowed" } else { "refused" });
