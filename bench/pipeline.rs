@@ -7,10 +7,12 @@
 //! overhead per call. `governed_audited`: `governed` with an audit log, as
 //! the daemon runs; the difference to `governed` is what a durable row
 //! costs. Arguments change every iteration so the loop guard sees distinct
-//! calls, as it would in real use. `onion_noop_0` / `onion_noop_12`: the
-//! same tool through zero and through twelve stages that only pass the call
-//! on; the difference is what the onion itself (a boxed future, two clock
-//! reads and a trace entry per stage) costs, apart from any stage's work.
+//! calls, as it would in real use. `onion_noop_0` / `onion_noop_12` /
+//! `onion_pass_12`: the same tool through zero stages, through twelve
+//! stages that only pass the call on each in a boxed future of its own (as
+//! wrapping stages run), and through twelve that pass it on from `enter`
+//! (run in one frame, as the pre-call checks run); the differences are what
+//! the pipeline's machinery costs per stage, apart from any stage's work.
 
 // criterion_group! and criterion_main! generate undocumented items.
 #![allow(missing_docs)]
@@ -26,7 +28,7 @@ use toolgate::audit::AuditLog;
 use toolgate::config::Config;
 use toolgate::context::{CallContext, Caller, Session};
 use toolgate::events::{EventBus, StageName};
-use toolgate::pipeline::{Call, CallResult, Next, Pipeline, Stage};
+use toolgate::pipeline::{Call, CallResult, Enter, Next, Pipeline, Stage};
 use toolgate::tool::{JsonObject, Tool, ToolDef, ToolName, ToolResult};
 
 fn echo() -> (ToolDef, Arc<dyn Tool>) {
@@ -104,7 +106,8 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-/// A stage that only passes the call on.
+/// A stage that only passes the call on, in a boxed future of its own
+/// (as a wrapping stage such as retry is run).
 struct PassOn;
 
 impl Stage for PassOn {
@@ -121,6 +124,23 @@ impl Stage for PassOn {
     }
 }
 
+/// A stage that only passes the call on from `enter`, so the pipeline
+/// runs it in its frame (as the pre-call checks are run).
+struct Pass;
+
+impl Stage for Pass {
+    fn name(&self) -> StageName {
+        StageName::Guards
+    }
+
+    fn enter(&self, _call: &mut Call) -> Enter {
+        Enter::Pass
+    }
+}
+
+/// Makes one stage of a benchmarked pipeline.
+type MakeStage = fn() -> Arc<dyn Stage>;
+
 fn onion(
     g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     rt: &tokio::runtime::Runtime,
@@ -129,12 +149,15 @@ fn onion(
 ) {
     let tool = engine.registry().resolve("echo").expect("echo");
     let settings = engine.settings().resolve("echo");
-    for depth in [0, 12] {
-        let stages: Vec<Arc<dyn Stage>> = (0..depth)
-            .map(|_| Arc::new(PassOn) as Arc<dyn Stage>)
-            .collect();
+    let sides: [(&str, usize, MakeStage); 3] = [
+        ("onion_noop_0", 0, || Arc::new(PassOn)),
+        ("onion_noop_12", 12, || Arc::new(PassOn)),
+        ("onion_pass_12", 12, || Arc::new(Pass)),
+    ];
+    for (name, depth, stage) in sides {
+        let stages: Vec<Arc<dyn Stage>> = (0..depth).map(|_| stage()).collect();
         let pipeline = Pipeline::from_stages(stages, EventBus::new());
-        g.bench_function(format!("onion_noop_{depth}"), |b| {
+        g.bench_function(name, |b| {
             b.to_async(rt).iter(|| async {
                 let args = json!({"text": "hi"});
                 let mut call = Call::new(0, tool.clone(), args, ctx.clone(), settings.clone());

@@ -231,10 +231,11 @@ impl Engine {
         let call_id = inner.next_id.fetch_add(1, Ordering::Relaxed);
         let ts_ms = crate::audit::now_ms();
         let started = Instant::now();
-        let tool_name: Arc<str> = Arc::from(tool);
         // Asked once: asking takes the event stream's lock.
         let watched = inner.events.is_watched();
-        if watched {
+        // The name as events carry it, made only when someone watches.
+        let tool_name: Option<Arc<str>> = watched.then(|| Arc::from(tool));
+        if let Some(tool_name) = &tool_name {
             inner.events.emit(Event::CallReceived {
                 call_id,
                 tool: tool_name.clone(),
@@ -259,7 +260,7 @@ impl Engine {
                 )));
             }
         }
-        if watched {
+        if let Some(tool_name) = tool_name {
             inner.events.emit(Event::CallFinished {
                 call_id,
                 tool: tool_name,

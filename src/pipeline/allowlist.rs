@@ -18,10 +18,9 @@
 
 use std::sync::{Arc, Once};
 
-use futures::future::BoxFuture;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
-use super::{Call, CallResult, Next, Stage};
+use super::{Call, Enter, Stage};
 use crate::error::CallError;
 use crate::events::StageName;
 
@@ -294,16 +293,14 @@ impl Stage for Allowlist {
         StageName::Allowlist
     }
 
-    fn handle<'a>(&'a self, call: &'a mut Call, next: Next<'a>) -> BoxFuture<'a, CallResult> {
-        Box::pin(async move {
-            if let Err(reason) = self.filter.permits(call.tool_name()) {
-                return Err(CallError::NotAllowed {
-                    tool: call.tool_name().to_owned(),
-                    reason,
-                });
-            }
-            next.run(call).await
-        })
+    fn enter(&self, call: &mut Call) -> Enter {
+        match self.filter.permits(call.tool_name()) {
+            Ok(()) => Enter::Pass,
+            Err(reason) => Enter::Refuse(CallError::NotAllowed {
+                tool: call.tool_name().to_owned(),
+                reason,
+            }),
+        }
     }
 }
 

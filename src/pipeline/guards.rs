@@ -10,10 +10,9 @@
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use serde_json::Value;
 
-use super::{Call, CallResult, Next, Stage};
+use super::{Call, Enter, Stage};
 use crate::error::CallError;
 use crate::events::StageName;
 use crate::guard::path::PathRoots;
@@ -80,17 +79,17 @@ impl Stage for Guards {
         StageName::Guards
     }
 
-    fn handle<'a>(&'a self, call: &'a mut Call, next: Next<'a>) -> BoxFuture<'a, CallResult> {
-        Box::pin(async move {
-            for g in &call.tool.def.guards {
-                // Absent optional arguments have nothing to check; a
-                // non-string was already refused by validation.
-                if let Some(Value::String(v)) = call.args.get(&g.arg) {
-                    self.config.check(&g.arg, g.kind, v)?;
-                }
+    fn enter(&self, call: &mut Call) -> Enter {
+        for g in &call.tool.def.guards {
+            // Absent optional arguments have nothing to check; a
+            // non-string was already refused by validation.
+            if let Some(Value::String(v)) = call.args.get(&g.arg)
+                && let Err(e) = self.config.check(&g.arg, g.kind, v)
+            {
+                return Enter::Refuse(e);
             }
-            next.run(call).await
-        })
+        }
+        Enter::Pass
     }
 }
 

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use super::{Call, CallResult, Next, Stage};
+use super::{Call, CallResult, Enter, Next, Stage};
 use crate::context::CallContext;
 use crate::error::CallError;
 use crate::events::StageName;
@@ -137,10 +137,17 @@ impl Stage for Hooks {
         StageName::Hooks
     }
 
-    fn handle<'a>(&'a self, call: &'a mut Call, next: Next<'a>) -> BoxFuture<'a, CallResult> {
+    fn enter(&self, _call: &mut Call) -> Enter {
+        // Hooks may wait (a plugin's hook is a round trip); with none
+        // configured the stage has nothing to hold.
         if self.hooks.is_empty() {
-            return Box::pin(next.run(call));
+            Enter::Pass
+        } else {
+            Enter::Wrap
         }
+    }
+
+    fn handle<'a>(&'a self, call: &'a mut Call, next: Next<'a>) -> BoxFuture<'a, CallResult> {
         Box::pin(async move {
             self.before(call).await?;
             match next.run(call).await {

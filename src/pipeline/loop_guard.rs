@@ -40,11 +40,10 @@ use std::hash::{BuildHasher, Hasher, RandomState};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::{Call, CallResult, Next, Stage};
+use super::{Call, Enter, Stage};
 use crate::canonical::{HashSink, write_canonical};
 use crate::context::SessionId;
 use crate::error::{CallError, LoopPattern};
@@ -389,14 +388,14 @@ impl Stage for LoopGuard {
         StageName::LoopGuard
     }
 
-    fn handle<'a>(&'a self, call: &'a mut Call, next: Next<'a>) -> BoxFuture<'a, CallResult> {
-        Box::pin(async move {
-            let key = self.key(call.tool_name(), &call.args);
-            let cfg = &call.settings.loop_guard;
-            let decision = self.observe(&call.ctx.session, key, cfg, Instant::now());
-            self.apply(call, decision)?;
-            next.run(call).await
-        })
+    fn enter(&self, call: &mut Call) -> Enter {
+        let key = self.key(call.tool_name(), &call.args);
+        let cfg = &call.settings.loop_guard;
+        let decision = self.observe(&call.ctx.session, key, cfg, Instant::now());
+        match self.apply(call, decision) {
+            Ok(()) => Enter::Pass,
+            Err(e) => Enter::Refuse(e),
+        }
     }
 }
 

@@ -4,6 +4,7 @@ use serde_json::json;
 use tokio::sync::broadcast::Receiver;
 
 use super::*;
+use crate::pipeline::CallResult;
 use crate::pipeline::testing::{Script, call_with, def, run_stage_on};
 use crate::settings::ToolSettings;
 

@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use super::{Call, CallResult, Next, Stage};
+use super::{Call, CallResult, Enter, Next, Stage};
 use crate::approval::{Ask, Assessment, PolicyHandle, Resolution, RuleEffect, risk_str};
 use crate::audit::redact_secrets;
 use crate::canonical::call_hash;
@@ -56,29 +56,43 @@ impl Stage for Policy {
         StageName::Policy
     }
 
+    /// Decides without waiting when it can: a deny, a remembered
+    /// decision, or an allow. Only a call that needs a person wraps.
+    fn enter(&self, call: &mut Call) -> Enter {
+        let policy = self.policy.load();
+        let a = policy
+            .config
+            .assess(&call.tool.def, &call.args, &call.ctx.caller);
+        if a.verdict == Verdict::Deny {
+            note(call, "deny", &a);
+            return Enter::Refuse(CallError::PolicyDenied {
+                reason: a.reason.clone(),
+            });
+        }
+        match self.remembered(call, &a) {
+            Some(Ok(())) => Enter::Pass,
+            Some(Err(e)) => Enter::Refuse(e),
+            None if a.verdict == Verdict::Ask => Enter::Wrap,
+            None => {
+                note(call, "allow", &a);
+                Enter::Pass
+            }
+        }
+    }
+
     fn handle<'a>(&'a self, call: &'a mut Call, next: Next<'a>) -> BoxFuture<'a, CallResult> {
         Box::pin(async move {
-            let policy = self.policy.load();
-            let a = policy
-                .config
-                .assess(&call.tool.def, &call.args, &call.ctx.caller);
-            if a.verdict == Verdict::Deny {
-                note(call, "deny", &a);
-                return Err(CallError::PolicyDenied {
-                    reason: a.reason.clone(),
-                });
-            }
-            if let Some(result) = self.remembered(call, &a) {
-                return match result {
-                    Ok(()) => next.run(call).await,
-                    Err(e) => Err(e),
-                };
-            }
-            match a.verdict {
-                Verdict::Ask => self.ask(call, next, a, policy.version).await,
-                _ => {
-                    note(call, "allow", &a);
-                    next.run(call).await
+            match self.enter(call) {
+                Enter::Pass => next.run(call).await,
+                Enter::Refuse(e) => Err(e),
+                Enter::Wrap => {
+                    // Assessed again: `enter` keeps nothing for this step
+                    // (assessments are cached per tool).
+                    let policy = self.policy.load();
+                    let a = policy
+                        .config
+                        .assess(&call.tool.def, &call.args, &call.ctx.caller);
+                    self.ask(call, next, a, policy.version).await
                 }
             }
         })

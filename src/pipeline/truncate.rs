@@ -17,10 +17,9 @@
 //! JSON. Errors pass through untouched. The cut is recorded as a note and in
 //! `result.meta["truncated"]`.
 
-use futures::future::BoxFuture;
 use serde_json::json;
 
-use super::{Call, CallResult, Next, Stage};
+use super::{Call, CallResult, Enter, Stage};
 use crate::events::StageName;
 use crate::tool::{Content, ToolResult};
 
@@ -196,23 +195,24 @@ impl Stage for Truncate {
         StageName::Truncate
     }
 
-    fn handle<'a>(&'a self, call: &'a mut Call, next: Next<'a>) -> BoxFuture<'a, CallResult> {
-        Box::pin(async move {
-            let mut result = next.run(call).await?;
-            if let Some(cut) = truncate(&mut result, call.settings.truncate.max_bytes) {
-                let text = format!(
-                    "cut {} of {} bytes",
-                    thousands(cut.cut),
-                    thousands(cut.total)
-                );
-                call.note(StageName::Truncate, text);
-                result.meta.insert(
-                    "truncated".to_owned(),
-                    json!({"cut_bytes": cut.cut, "total_bytes": cut.total}),
-                );
-            }
-            Ok(result)
-        })
+    fn enter(&self, _call: &mut Call) -> Enter {
+        Enter::Pass
+    }
+
+    fn leave(&self, call: &mut Call, result: &mut CallResult) {
+        let Ok(result) = result else { return };
+        if let Some(cut) = truncate(result, call.settings.truncate.max_bytes) {
+            let text = format!(
+                "cut {} of {} bytes",
+                thousands(cut.cut),
+                thousands(cut.total)
+            );
+            call.note(StageName::Truncate, text);
+            result.meta.insert(
+                "truncated".to_owned(),
+                json!({"cut_bytes": cut.cut, "total_bytes": cut.total}),
+            );
+        }
     }
 }
 

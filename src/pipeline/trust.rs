@@ -29,11 +29,10 @@
 
 use std::borrow::Cow;
 
-use futures::future::BoxFuture;
 use rand::Rng;
 use serde_json::Value;
 
-use super::{Call, CallResult, Next, Stage};
+use super::{Call, CallResult, Enter, Stage};
 use crate::events::StageName;
 use crate::tool::{Content, ToolResult};
 
@@ -203,15 +202,15 @@ impl Stage for TrustWrap {
         StageName::Trust
     }
 
-    fn handle<'a>(&'a self, call: &'a mut Call, next: Next<'a>) -> BoxFuture<'a, CallResult> {
-        Box::pin(async move {
-            let mut result = next.run(call).await?;
-            if call.tool.def.trust.needs_wrapping() && wrap_call_output(call, &mut result).is_some()
-            {
-                call.note(StageName::Trust, "wrapped untrusted output");
-            }
-            Ok(result)
-        })
+    fn enter(&self, _call: &mut Call) -> Enter {
+        Enter::Pass
+    }
+
+    fn leave(&self, call: &mut Call, result: &mut CallResult) {
+        let Ok(result) = result else { return };
+        if call.tool.def.trust.needs_wrapping() && wrap_call_output(call, result).is_some() {
+            call.note(StageName::Trust, "wrapped untrusted output");
+        }
     }
 }
 

@@ -9,9 +9,7 @@
 //! arguments; on failure [`CallError::InvalidArgs`](crate::error::CallError)
 //! is returned and nothing further runs.
 
-use futures::future::BoxFuture;
-
-use super::{Call, CallResult, Next, Stage};
+use super::{Call, Enter, Stage};
 use crate::events::StageName;
 
 /// The validate stage. Stateless: the compiled schema travels with the
@@ -31,17 +29,20 @@ impl Stage for Validate {
         StageName::Validate
     }
 
-    fn handle<'a>(&'a self, call: &'a mut Call, next: Next<'a>) -> BoxFuture<'a, CallResult> {
-        Box::pin(async move {
-            let notes = call
-                .tool
-                .schema
-                .check(call.tool.def.name.as_str(), &mut call.args)?;
-            for note in notes {
-                call.note(StageName::Validate, note.to_string());
+    fn enter(&self, call: &mut Call) -> Enter {
+        let checked = call
+            .tool
+            .schema
+            .check(call.tool.def.name.as_str(), &mut call.args);
+        match checked {
+            Ok(notes) => {
+                for note in notes {
+                    call.note(StageName::Validate, note.to_string());
+                }
+                Enter::Pass
             }
-            next.run(call).await
-        })
+            Err(e) => Enter::Refuse(e),
+        }
     }
 }
 
