@@ -35,8 +35,9 @@
 //! [`MAX_TRACKED`] timestamps per call or calls in its alternation tail.
 //! Halted sessions keep only their halt record, until reset.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasher, Hasher, RandomState};
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -73,13 +74,87 @@ enum Decision {
 #[derive(Debug)]
 struct KeyTrack {
     window: Duration,
-    times: VecDeque<Instant>,
+    times: Times,
 }
+
+/// Timestamps, oldest first. Most calls are made once, so the first is
+/// kept inline and a queue is only allocated when a call repeats (a queue
+/// per distinct call was most of the stage's cost, in allocation and in
+/// the memory it kept touching).
+#[derive(Debug)]
+enum Times {
+    One(Instant),
+    Many(VecDeque<Instant>),
+}
+
+impl Times {
+    /// Drops the timestamps outside `window`; returns how many are left.
+    fn retain_within(&mut self, now: Instant, window: Duration) -> usize {
+        match self {
+            Self::One(t) => usize::from(within(*t, now, window)),
+            Self::Many(q) => {
+                q.retain(|t| within(*t, now, window));
+                q.len()
+            }
+        }
+    }
+
+    /// Adds `now` after dropping the timestamps outside `window`; returns
+    /// how many there are, `now` included.
+    fn push_within(&mut self, now: Instant, window: Duration) -> usize {
+        match self.retain_within(now, window) {
+            0 => *self = Self::One(now),
+            _ => {
+                if let Self::One(t) = *self {
+                    *self = Self::Many(VecDeque::from([t]));
+                }
+                if let Self::Many(q) = self {
+                    push_bounded(q, now);
+                }
+            }
+        }
+        self.len()
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Self::One(_) => 1,
+            Self::Many(q) => q.len(),
+        }
+    }
+}
+
+/// Keys here are already keyed SipHash values, as random as a hash gets:
+/// hashing them again only costs time. (A ten-line hasher rather than a
+/// crate for it.)
+#[derive(Debug, Default, Clone, Copy)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used for `u64` keys; this keeps the trait's
+        // contract for anything else.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Call identities to what is known of them.
+type KeyMap<V> = HashMap<u64, V, BuildHasherDefault<KeyHasher>>;
 
 /// One session's history.
 #[derive(Debug)]
 struct Track {
-    keys: HashMap<u64, KeyTrack>,
+    keys: KeyMap<KeyTrack>,
     /// The most recent calls, oldest first, for ping-pong detection.
     tail: VecDeque<(Instant, u64)>,
     halted: Option<(LoopPattern, u32)>,
@@ -89,7 +164,7 @@ struct Track {
 impl Track {
     fn new() -> Self {
         Self {
-            keys: HashMap::new(),
+            keys: KeyMap::default(),
             tail: VecDeque::new(),
             halted: None,
             max_window: Duration::ZERO,
@@ -102,19 +177,23 @@ impl Track {
         if self.keys.len() >= MAX_KEYS && !self.keys.contains_key(&key) {
             // A session making very many distinct calls: forget the calls
             // seen once (they are no loop yet) so memory stays bounded.
-            self.keys.retain(|_, k| {
-                k.times.retain(|t| within(*t, now, k.window));
-                k.times.len() > 1
-            });
+            self.keys
+                .retain(|_, k| k.times.retain_within(now, k.window) > 1);
         }
-        let entry = self.keys.entry(key).or_insert_with(|| KeyTrack {
-            window,
-            times: VecDeque::new(),
-        });
-        entry.window = window;
-        entry.times.retain(|t| within(*t, now, window));
-        push_bounded(&mut entry.times, now);
-        let repeats = count(entry.times.len());
+        let repeats = match self.keys.entry(key) {
+            Entry::Vacant(v) => {
+                v.insert(KeyTrack {
+                    window,
+                    times: Times::One(now),
+                });
+                1
+            }
+            Entry::Occupied(mut o) => {
+                let k = o.get_mut();
+                k.window = window;
+                count(k.times.push_within(now, window))
+            }
+        };
         push_bounded(&mut self.tail, (now, key));
         (repeats, self.ping_pong(now, window))
     }
@@ -146,10 +225,8 @@ impl Track {
 
     /// Drops expired calls; true when nothing worth keeping is left.
     fn sweep(&mut self, now: Instant) -> bool {
-        self.keys.retain(|_, k| {
-            k.times.retain(|t| within(*t, now, k.window));
-            !k.times.is_empty()
-        });
+        self.keys
+            .retain(|_, k| k.times.retain_within(now, k.window) > 0);
         let max = self.max_window;
         self.tail.retain(|(t, _)| within(*t, now, max));
         self.halted.is_none() && self.keys.is_empty()
@@ -158,7 +235,7 @@ impl Track {
     /// Halts the session and frees its history.
     fn halt(&mut self, pattern: LoopPattern, repeats: u32) {
         self.halted = Some((pattern, repeats));
-        self.keys = HashMap::new();
+        self.keys = KeyMap::default();
         self.tail = VecDeque::new();
     }
 }

@@ -246,3 +246,46 @@ fn zero_thresholds_disable_their_level() {
         Decision::Block(LoopPattern::PingPong, 4)
     );
 }
+
+#[test]
+fn timestamps_stay_inline_until_a_call_repeats_and_expire_by_window() {
+    let t0 = Instant::now();
+    let window = Duration::from_secs(10);
+    let mut times = Times::One(t0);
+    // Inside the window: the repeat moves them to a queue.
+    assert_eq!(times.push_within(t0 + Duration::from_secs(1), window), 2);
+    assert!(matches!(times, Times::Many(_)));
+    assert_eq!(times.push_within(t0 + Duration::from_secs(2), window), 3);
+    // 10.5 s on, the first is outside the window.
+    assert_eq!(
+        times.retain_within(t0 + Duration::from_millis(10_500), window),
+        2
+    );
+    // A call seen once, long ago, counts afresh.
+    let mut once = Times::One(t0);
+    assert_eq!(once.push_within(t0 + Duration::from_secs(60), window), 1);
+    assert!(matches!(once, Times::One(t) if t == t0 + Duration::from_secs(60)));
+}
+
+#[test]
+fn a_repeat_queue_is_bounded() {
+    let t0 = Instant::now();
+    let window = Duration::from_secs(3600);
+    let mut times = Times::One(t0);
+    for i in 1..(MAX_TRACKED as u64 * 2) {
+        times.push_within(t0 + Duration::from_millis(i), window);
+    }
+    assert_eq!(times.len(), MAX_TRACKED);
+}
+
+#[test]
+fn the_key_hasher_passes_u64_keys_through_and_mixes_other_input() {
+    let mut h = KeyHasher::default();
+    h.write_u64(0xdead_beef);
+    assert_eq!(h.finish(), 0xdead_beef);
+    let mut a = KeyHasher::default();
+    a.write(b"ab");
+    let mut b = KeyHasher::default();
+    b.write(b"ba");
+    assert_ne!(a.finish(), b.finish());
+}

@@ -69,6 +69,10 @@ pub struct Call {
     notices: Vec<String>,
     notes: Vec<(StageName, String)>,
     trace: Vec<(StageName, Duration)>,
+    /// When each stage entered in a frame of [`Next::run`] began, a stack
+    /// the frames share: kept here rather than in each frame's future, so
+    /// the futures that wrapping stages box stay small.
+    starts: Vec<Instant>,
 }
 
 impl Call {
@@ -91,6 +95,7 @@ impl Call {
             notices: Vec::new(),
             notes: Vec::new(),
             trace: Vec::with_capacity(12),
+            starts: Vec::with_capacity(12),
         }
     }
 
@@ -123,6 +128,13 @@ impl Call {
     /// Time spent in each stage including what it wrapped, innermost first.
     pub fn trace(&self) -> &[(StageName, Duration)] {
         &self.trace
+    }
+
+    /// When the stage entered at `depth` of the frames' stack began (see
+    /// [`Next::run`]); now, should the stack ever be shorter, so a trace
+    /// entry is short rather than the call failing.
+    fn start(&self, depth: usize) -> Instant {
+        self.starts.get(depth).copied().unwrap_or_else(Instant::now)
     }
 
     /// What the call ended with, taken apart without copying: the final
@@ -209,10 +221,6 @@ pub trait Stage: Send + Sync + 'static {
     }
 }
 
-/// Most stages one frame of [`Next::run`] enters before it hands the rest
-/// to a frame of its own; bounds the frame's size.
-const FRAME: usize = 12;
-
 /// The rest of the pipeline after the current stage. `Copy`, so a stage
 /// such as retry can run it more than once.
 #[derive(Clone, Copy)]
@@ -242,29 +250,26 @@ impl<'a> Next<'a> {
     /// first stage that wraps gets the rest of the call; its own
     /// `next.run` opens the next frame.
     pub async fn run(self, call: &mut Call) -> CallResult {
-        // When each entered stage began; the end of one stage's `enter` is
-        // the start of the next, so a boundary costs one clock read.
-        let mut starts = [Instant::now(); FRAME];
+        // Each entered stage's start is pushed on the call's stack; the end
+        // of one stage's `enter` is the start of the next, so a boundary
+        // costs one clock read. A frame dropped midway (a timed-out
+        // attempt) leaves entries above `base`, which only its outer
+        // frames' truncation clears: every frame reads from its own base.
+        let base = call.starts.len();
+        call.starts.push(Instant::now());
         let mut passed = 0;
         let mut result = loop {
-            let started = starts[passed];
+            let started = call.start(base + passed);
             let Some((stage, rest)) = self.rest[passed..].split_first() else {
                 let args = call.args.clone();
                 let result = call.tool.runner.call(args, &call.ctx).await;
                 self.record(call, StageName::Execute, started);
                 break result;
             };
-            if passed + 1 == FRAME {
-                let inner = Next {
-                    rest: &self.rest[passed..],
-                    trace: self.trace,
-                };
-                break Box::pin(inner.run(call)).await;
-            }
             match stage.enter(call) {
                 Enter::Pass => {
                     passed += 1;
-                    starts[passed] = Instant::now();
+                    call.starts.push(Instant::now());
                 }
                 Enter::Refuse(e) => {
                     self.record(call, stage.name(), started);
@@ -281,10 +286,12 @@ impl<'a> Next<'a> {
                 }
             }
         };
-        for (stage, &started) in self.rest[..passed].iter().zip(&starts).rev() {
+        for (k, stage) in self.rest[..passed].iter().enumerate().rev() {
             stage.leave(call, &mut result);
+            let started = call.start(base + k);
             self.record(call, stage.name(), started);
         }
+        call.starts.truncate(base);
         result
     }
 
@@ -555,8 +562,8 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn more_passing_stages_than_a_frame_holds_all_run_once_in_order() {
-        let labels: Vec<String> = (0..FRAME * 2 + 3).map(|i| format!("s{i}")).collect();
+    async fn a_long_row_of_passing_stages_all_run_once_in_order() {
+        let labels: Vec<String> = (0..30).map(|i| format!("s{i}")).collect();
         let specs: Vec<(&str, StageName, Mode)> = labels
             .iter()
             .map(|l| (l.as_str(), StageName::Guards, Mode::Pass))
@@ -573,6 +580,78 @@ mod tests {
         assert_eq!(logged(&log), [entered, left].concat());
         assert_eq!(call.trace().len(), labels.len() + 1);
         assert_eq!(call.trace()[0].0, StageName::Execute);
+    }
+
+    /// Drops its first attempt at the rest of the call while that is
+    /// still waiting, then runs it again: what a timed-out attempt does.
+    struct Twice;
+
+    impl Stage for Twice {
+        fn name(&self) -> StageName {
+            StageName::Retry
+        }
+
+        fn handle<'a>(&'a self, call: &'a mut Call, next: Next<'a>) -> BoxFuture<'a, CallResult> {
+            Box::pin(async move {
+                {
+                    let first = next.run(call);
+                    futures::pin_mut!(first);
+                    assert!(futures::poll!(first.as_mut()).is_pending());
+                }
+                next.run(call).await
+            })
+        }
+    }
+
+    /// Waits forever the first time, then answers.
+    #[derive(Default)]
+    struct SlowOnce(std::sync::atomic::AtomicBool);
+
+    impl Stage for SlowOnce {
+        fn name(&self) -> StageName {
+            StageName::Timeout
+        }
+
+        fn handle<'a>(&'a self, _call: &'a mut Call, _next: Next<'a>) -> BoxFuture<'a, CallResult> {
+            let seen = self.0.swap(true, std::sync::atomic::Ordering::SeqCst);
+            Box::pin(async move {
+                if !seen {
+                    futures::future::pending::<()>().await;
+                }
+                Ok(ToolResult::text("second"))
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn an_attempt_dropped_midway_leaves_the_outer_timings_right() {
+        use StageName::*;
+        let (_, log) = probes(&[]);
+        let outer = |label: &str, name| {
+            Arc::new(Probe {
+                label: label.to_owned(),
+                name,
+                mode: Mode::Pass,
+                log: log.clone(),
+            }) as Arc<dyn Stage>
+        };
+        let stages: Vec<Arc<dyn Stage>> = vec![
+            outer("a", Allowlist),
+            Arc::new(Twice),
+            outer("b", Guards),
+            Arc::new(SlowOnce::default()),
+        ];
+        let pipeline = Pipeline::from_stages(stages, EventBus::new());
+        let mut call = testing::simple_call(serde_json::json!({}));
+        let out = pipeline.run(&mut call).await;
+        assert_eq!(out.expect("second attempt"), ToolResult::text("second"));
+        // The dropped attempt recorded nothing; the second one, then the
+        // outer stages, each once.
+        assert_eq!(traced(&call), [Timeout, Guards, Retry, Allowlist]);
+        let inner: Duration = call.trace()[2].1;
+        let outermost: Duration = call.trace()[3].1;
+        assert!(outermost >= inner, "{outermost:?} < {inner:?}");
+        assert!(call.starts.is_empty());
     }
 
     /// A stage with only `enter` and `leave`, run through `handle`'s
