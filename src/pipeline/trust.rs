@@ -150,33 +150,39 @@ fn text_of(part: &mut Content) -> Option<&mut String> {
     }
 }
 
+/// [`text_of`] for reading.
+fn text_ref(part: &Content) -> Option<&str> {
+    match part {
+        Content::Text { text }
+        | Content::Resource {
+            text: Some(text), ..
+        } => Some(text),
+        _ => None,
+    }
+}
+
 /// Wraps every textual part of `result` with one boundary drawn from
-/// `rng`; returns it, or `None` when nothing needed wrapping. A JSON part
-/// is textual too: it becomes a text part holding its JSON, rendered once.
-pub fn wrap_result(
-    result: &mut ToolResult,
-    tool: &str,
-    source: &str,
-    rng: &mut impl Rng,
-) -> Option<String> {
+/// `rng` and records the boundary in its metadata ([`META_KEY`]); false
+/// when nothing needed wrapping. A JSON part is textual too: it becomes a
+/// text part holding its JSON, rendered once.
+pub fn wrap_result(result: &mut ToolResult, tool: &str, source: &str, rng: &mut impl Rng) -> bool {
     for part in &mut result.content {
         if let Content::Json { value } = part {
             *part = Content::text(value.to_string());
         }
     }
-    let texts: Vec<&mut String> = result.content.iter_mut().filter_map(text_of).collect();
-    if texts.is_empty() {
-        return None;
+    if !result.content.iter().any(|p| text_ref(p).is_some()) {
+        return false;
     }
-    let boundary = draw_boundary(texts.iter().map(|t| t.as_str()), rng);
+    let boundary = draw_boundary(result.content.iter().filter_map(text_ref), rng);
     let (tool, source) = (attr(tool), attr(source));
-    for text in texts {
+    for text in result.content.iter_mut().filter_map(text_of) {
         *text = wrap_with(text, &tool, &source, &boundary);
     }
     result
         .meta
-        .insert(META_KEY.to_owned(), Value::String(boundary.clone()));
-    Some(boundary)
+        .insert(META_KEY.to_owned(), Value::String(boundary));
+    true
 }
 
 /// The trust stage.
@@ -192,7 +198,7 @@ impl TrustWrap {
 
 /// Wraps with the thread's CSPRNG; synchronous so the `!Send` RNG never
 /// lives across an await.
-fn wrap_call_output(call: &Call, result: &mut ToolResult) -> Option<String> {
+fn wrap_call_output(call: &Call, result: &mut ToolResult) -> bool {
     let source = call.tool.def.source.label();
     wrap_result(result, call.tool_name(), &source, &mut rand::rng())
 }
@@ -208,7 +214,7 @@ impl Stage for TrustWrap {
 
     fn leave(&self, call: &mut Call, result: &mut CallResult) {
         let Ok(result) = result else { return };
-        if call.tool.def.trust.needs_wrapping() && wrap_call_output(call, result).is_some() {
+        if call.tool.def.trust.needs_wrapping() && wrap_call_output(call, result) {
             call.note(StageName::Trust, "wrapped untrusted output");
         }
     }

@@ -80,22 +80,37 @@ fn cast_value(schema: &JsonObject, value: &mut Value, at: &Ptr<'_>, notes: &mut 
     }
 }
 
-/// The `type` keyword as a list; empty when absent or malformed.
-fn listed_types(schema: &JsonObject) -> Vec<&str> {
-    match schema.get("type") {
-        Some(Value::String(t)) => vec![t.as_str()],
-        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
-        _ => Vec::new(),
+/// The `type` keyword as a list of names, read in place (casting visits
+/// every schema node of every call); empty when absent or malformed.
+#[derive(Clone, Copy)]
+struct Types<'a>(Option<&'a Value>);
+
+impl<'a> Types<'a> {
+    fn of(schema: &'a JsonObject) -> Self {
+        Self(schema.get("type"))
+    }
+
+    fn iter(self) -> impl Iterator<Item = &'a str> + Clone {
+        let (one, many) = match self.0 {
+            Some(Value::String(t)) => (Some(t.as_str()), None),
+            Some(Value::Array(ts)) => (None, Some(ts.iter().filter_map(Value::as_str))),
+            _ => (None, None),
+        };
+        one.into_iter().chain(many.into_iter().flatten())
+    }
+
+    fn is_empty(self) -> bool {
+        self.iter().next().is_none()
     }
 }
 
 fn cast_type(schema: &JsonObject, value: &mut Value, at: &Ptr<'_>, notes: &mut Vec<CastNote>) {
-    let types = listed_types(schema);
+    let types = Types::of(schema);
     if types.is_empty() {
         return;
     }
     if types.iter().any(|t| has_type(value, t)) {
-        if types.contains(&"integer")
+        if types.iter().any(|t| t == "integer")
             && let Some(int) = integral_float(value)
         {
             replace(value, int, at, notes);
@@ -234,7 +249,7 @@ fn cast_enum(schema: &JsonObject, value: &mut Value, at: &Ptr<'_>, notes: &mut V
         return;
     }
     let wanted = s.trim().to_lowercase();
-    let types = listed_types(schema);
+    let types = Types::of(schema);
     let typed = |o: &&Value| types.is_empty() || types.iter().any(|t| has_type(o, t));
     let mut matches = options.iter().filter(typed).filter(|o| {
         let text = match o {
