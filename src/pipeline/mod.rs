@@ -16,7 +16,8 @@
 //! in one frame. Only stages that must hold the rest of the call (policy
 //! while a person decides, breaker, retry, timeout) get a boxed future of
 //! their own ([`Stage::handle`]). On a cold call, as an agent makes them,
-//! a boxed stage cost about 1 µs, most of it in the nested polls.
+//! running the pre-call stages in one frame instead of a boxed future each
+//! saved 2–3 µs of CPU per call (`docs/architecture/decisions.md`).
 
 pub mod allowlist;
 pub mod breaker;
@@ -246,9 +247,8 @@ impl<'a> Next<'a> {
     /// Stages that pass on ([`Enter::Pass`]) are entered one after the
     /// other in this frame and left in reverse once the inner result is
     /// there: the onion's order, without a boxed future and a nested poll
-    /// per stage (measured: most of a stage's cost on a cold call). The
-    /// first stage that wraps gets the rest of the call; its own
-    /// `next.run` opens the next frame.
+    /// per stage. The first stage that wraps gets the rest of the call;
+    /// its own `next.run` opens the next frame.
     pub async fn run(self, call: &mut Call) -> CallResult {
         // Each entered stage's start is pushed on the call's stack; the end
         // of one stage's `enter` is the start of the next, so a boundary
