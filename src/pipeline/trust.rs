@@ -64,21 +64,21 @@ pub(crate) fn candidate(rng: &mut impl Rng) -> String {
     crate::canonical::hex_lower(&rng.random::<[u8; 16]>())
 }
 
-/// Draws a 128-bit hex boundary that occurs in none of `texts`.
-fn draw_boundary<T: AsRef<str>>(
-    texts: impl Iterator<Item = T> + Clone,
-    rng: &mut impl Rng,
-) -> String {
+/// Draws a 128-bit hex boundary for which `occurs` (does it appear in
+/// the text to wrap?) is false.
+fn draw_boundary(rng: &mut impl Rng, mut occurs: impl FnMut(&str) -> bool) -> String {
     loop {
         let candidate = candidate(rng);
-        // Most outputs are shorter than a boundary; skip building a searcher.
-        if !texts.clone().any(|t| {
-            let t = t.as_ref();
-            t.len() >= candidate.len() && t.contains(&candidate)
-        }) {
+        if !occurs(&candidate) {
             return candidate;
         }
     }
+}
+
+/// Whether `boundary` appears in `text`. Most outputs are shorter than a
+/// boundary, so those skip building a searcher.
+fn occurs_in(text: &str, boundary: &str) -> bool {
+    text.len() >= boundary.len() && text.contains(boundary)
 }
 
 /// Escapes an attribute value so a source name cannot end the opening tag.
@@ -131,7 +131,7 @@ fn wrap_with(text: &str, tool: &str, source: &str, boundary: &str) -> String {
 /// boundary. Pure given `rng`, for tests and for hosts that wrap text
 /// outside the pipeline.
 pub fn wrap(text: &str, tool: &str, source: &str, rng: &mut impl Rng) -> (String, String) {
-    let boundary = draw_boundary(std::iter::once(text), rng);
+    let boundary = draw_boundary(rng, |b| occurs_in(text, b));
     (
         wrap_with(text, &attr(tool), &attr(source), &boundary),
         boundary,
@@ -141,17 +141,6 @@ pub fn wrap(text: &str, tool: &str, source: &str, rng: &mut impl Rng) -> (String
 /// The text of a part that gets wrapped (JSON parts are rendered as text
 /// first, see [`wrap_result`]).
 fn text_of(part: &mut Content) -> Option<&mut String> {
-    match part {
-        Content::Text { text }
-        | Content::Resource {
-            text: Some(text), ..
-        } => Some(text),
-        _ => None,
-    }
-}
-
-/// [`text_of`] for reading.
-fn text_ref(part: &Content) -> Option<&str> {
     match part {
         Content::Text { text }
         | Content::Resource {
@@ -171,10 +160,13 @@ pub fn wrap_result(result: &mut ToolResult, tool: &str, source: &str, rng: &mut 
             *part = Content::text(value.to_string());
         }
     }
-    if !result.content.iter().any(|p| text_ref(p).is_some()) {
+    if !result.content.iter_mut().any(|p| text_of(p).is_some()) {
         return false;
     }
-    let boundary = draw_boundary(result.content.iter().filter_map(text_ref), rng);
+    let boundary = draw_boundary(rng, |b| {
+        let mut texts = result.content.iter_mut().filter_map(text_of);
+        texts.any(|t| occurs_in(t, b))
+    });
     let (tool, source) = (attr(tool), attr(source));
     for text in result.content.iter_mut().filter_map(text_of) {
         *text = wrap_with(text, &tool, &source, &boundary);
