@@ -384,11 +384,11 @@ async fn bench(rounds: usize, calls: usize, server: &Server, spawned: bool) {
     println!("-- in blocks of {block} calls per side, taking turns");
     let direct_mean = table(&mut lat);
     let per_call = |side: Side| us(cpu[side as usize]) / (n.div_ceil(block) * block) as f64;
-    let cpu_line: Vec<String> = Side::ALL
-        .iter()
-        .map(|&side| format!("{} {:.1} µs", side.label(), per_call(side)))
-        .collect();
     if !spawned {
+        let cpu_line: Vec<String> = Side::ALL
+            .iter()
+            .map(|&side| format!("{} {:.1} µs", side.label(), per_call(side)))
+            .collect();
         println!("calling thread CPU per call: {}", cpu_line.join(", "));
     }
     println!(

@@ -102,16 +102,13 @@ impl Times {
     /// Adds `now` after dropping the timestamps outside `window`; returns
     /// how many there are, `now` included.
     fn push_within(&mut self, now: Instant, window: Duration) -> usize {
-        match self.retain_within(now, window) {
-            0 => *self = Self::One(now),
-            _ => {
-                if let Self::One(t) = *self {
-                    *self = Self::Many(VecDeque::from([t]));
-                }
-                if let Self::Many(q) = self {
-                    push_bounded(q, now);
-                }
-            }
+        if self.retain_within(now, window) == 0 {
+            *self = Self::One(now);
+            return 1;
+        }
+        match self {
+            Self::One(t) => *self = Self::Many(VecDeque::from([*t, now])),
+            Self::Many(q) => push_bounded(q, now),
         }
         self.len()
     }

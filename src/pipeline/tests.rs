@@ -72,20 +72,23 @@ impl Stage for Probe {
 
 type Log = Arc<std::sync::Mutex<Vec<String>>>;
 
+/// One probe writing to `log`.
+fn probe(label: &str, name: StageName, mode: Mode, log: &Log) -> Arc<dyn Stage> {
+    Arc::new(Probe {
+        label: label.to_owned(),
+        name,
+        mode,
+        log: log.clone(),
+    })
+}
+
 /// A pipeline of probes, `(label, name, mode)` outermost first, and
 /// the log they write to.
 fn probes(specs: &[(&str, StageName, Mode)]) -> (Pipeline, Log) {
     let log = Log::default();
     let stages = specs
         .iter()
-        .map(|&(label, name, mode)| {
-            Arc::new(Probe {
-                label: label.to_owned(),
-                name,
-                mode,
-                log: log.clone(),
-            }) as Arc<dyn Stage>
-        })
+        .map(|&(label, name, mode)| probe(label, name, mode, &log))
         .collect();
     (Pipeline::from_stages(stages, EventBus::new()), log)
 }
@@ -211,19 +214,11 @@ impl Stage for SlowOnce {
 #[tokio::test]
 async fn an_attempt_dropped_midway_leaves_the_outer_timings_right() {
     use StageName::*;
-    let (_, log) = probes(&[]);
-    let outer = |label: &str, name| {
-        Arc::new(Probe {
-            label: label.to_owned(),
-            name,
-            mode: Mode::Pass,
-            log: log.clone(),
-        }) as Arc<dyn Stage>
-    };
+    let log = Log::default();
     let stages: Vec<Arc<dyn Stage>> = vec![
-        outer("a", Allowlist),
+        probe("a", Allowlist, Mode::Pass, &log),
         Arc::new(Twice),
-        outer("b", Guards),
+        probe("b", Guards, Mode::Pass, &log),
         Arc::new(SlowOnce::default()),
     ];
     let pipeline = Pipeline::from_stages(stages, EventBus::new());

@@ -90,7 +90,7 @@ impl<'a> Types<'a> {
         Self(schema.get("type"))
     }
 
-    fn iter(self) -> impl Iterator<Item = &'a str> + Clone {
+    fn iter(self) -> impl Iterator<Item = &'a str> {
         let (one, many) = match self.0 {
             Some(Value::String(t)) => (Some(t.as_str()), None),
             Some(Value::Array(ts)) => (None, Some(ts.iter().filter_map(Value::as_str))),
