@@ -3,6 +3,11 @@
 //! second and stopped cleanly: on shutdown it stops accepting, lets
 //! in-flight calls finish (each is audited before its reply), flushes the
 //! audit log and removes the socket file.
+//!
+//! One engine per data dir: it starts only as the writer of the data dir's
+//! audit log, before binding anything, and once it listens it publishes
+//! the data dir's discovery file (`crate::discovery`), removed again when
+//! it stops.
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -16,6 +21,7 @@ use crate::audit::{AuditError, AuditLog};
 use crate::config::Config;
 use crate::config::servers::ServerSpec;
 use crate::config::watch::{ConfigWatcher, Overrides, ReloadStatus};
+use crate::discovery::{EngineInfo, HttpInfo, Published};
 use crate::events::EventBus;
 use crate::mcp::http::{HttpEndpoint, new_token};
 use crate::mcp::{McpServer, Role, ServerOptions};
@@ -42,19 +48,18 @@ impl ServeOptions {
     /// The control socket: next to the agent socket, `<socket>.ctl`. It
     /// carries the CLI's inspect-and-steer methods, which agents never see.
     pub fn control_socket(&self) -> PathBuf {
-        self.beside_socket(".ctl")
+        crate::paths::control_socket_for(&self.socket)
     }
 
     /// Where the HTTP endpoint's URL and token are written (`0600`):
     /// `<socket>.http`, a JSON object `{"url", "token"}`.
     pub fn http_file(&self) -> PathBuf {
-        self.beside_socket(".http")
+        crate::paths::beside(&self.socket, ".http")
     }
 
-    fn beside_socket(&self, suffix: &str) -> PathBuf {
-        let mut p = self.socket.clone().into_os_string();
-        p.push(suffix);
-        p.into()
+    /// The engine's discovery file, `<data_dir>/engine.json`.
+    pub fn discovery_file(&self) -> PathBuf {
+        crate::discovery::file(&self.data_dir)
     }
 
     /// The XDG defaults: `$XDG_RUNTIME_DIR/toolgate/agent.sock` and
@@ -73,6 +78,18 @@ impl ServeOptions {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DaemonError {
+    /// Another live process writes this data dir's audit log: one engine
+    /// per data dir, and a process that cannot record calls serves none.
+    #[error("another toolgate engine{} already owns {}; stop it first or use --data-dir", .pid.map(|p| format!(" (pid {p})")).unwrap_or_default(), .data_dir.display())]
+    Owned {
+        /// The data dir.
+        data_dir: PathBuf,
+        /// The owner's pid, when its discovery file names a live process.
+        pid: Option<u32>,
+    },
+    /// The discovery file could not be written.
+    #[error(transparent)]
+    Discovery(#[from] crate::discovery::DiscoveryError),
     /// Engine assembly failed.
     #[error(transparent)]
     Setup(#[from] SetupError),
@@ -110,11 +127,14 @@ pub struct Daemon {
     socket: AgentSocket,
     control: AgentSocket,
     http: Option<(HttpEndpoint, String, PathBuf)>,
+    /// Declared before `audit`: the file goes before the data dir is let go.
+    published: Published,
     audit: AuditLog,
 }
 
 impl Daemon {
-    /// Opens the audit log, builds the engine and binds the socket.
+    /// Takes the data dir (its audit log, as writer), builds the engine,
+    /// binds the sockets and publishes the discovery file.
     ///
     /// # Errors
     /// See [`DaemonError`].
@@ -131,7 +151,7 @@ impl Daemon {
         opts: &ServeOptions,
         limits: ServerOptions,
     ) -> Result<Self, DaemonError> {
-        let audit = AuditLog::open(&opts.data_dir.join("audit.db")).await?;
+        let audit = own_audit_log(&opts.data_dir).await?;
         match audit.prune(opts.retention).await {
             Ok(n) if n > 0 => {
                 tracing::info!("pruned {n} audit rows older than the retention period")
@@ -156,6 +176,22 @@ impl Daemon {
             Some(port) => Some(start_http(port, &opts.http_file()).await?),
             None => None,
         };
+        // Last: the file says the engine answers, so it is written once
+        // every socket listens.
+        let published = Published::new(&EngineInfo {
+            pid: std::process::id(),
+            exe: std::env::current_exe().ok(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            started_ms: crate::audit::now_ms(),
+            data_dir: opts.data_dir.clone(),
+            agent_socket: socket.path().to_owned(),
+            control_socket: control.path().to_owned(),
+            http: http.as_ref().map(|(e, _, file)| HttpInfo {
+                url: format!("http://{}/mcp", e.addr()),
+                token_file: file.clone(),
+            }),
+            console: None,
+        })?;
         Ok(Self {
             server: McpServer::new(engine, limits).with_upstreams(upstreams.clone()),
             upstreams,
@@ -163,6 +199,7 @@ impl Daemon {
             socket,
             control,
             http,
+            published,
             audit,
         })
     }
@@ -170,6 +207,11 @@ impl Daemon {
     /// The agent socket path.
     pub fn socket_path(&self) -> &std::path::Path {
         self.socket.path()
+    }
+
+    /// The discovery file this engine published.
+    pub fn discovery_file(&self) -> PathBuf {
+        self.published.path()
     }
 
     /// Watches `path` and applies every valid edit: upstream servers are
@@ -245,6 +287,19 @@ impl Daemon {
         self.upstreams.shutdown().await;
         drop(self.watcher);
         self.audit.flush().await;
+    }
+}
+
+/// Opens the data dir's audit log as its writer, before any socket is
+/// bound: if another live process writes it, this engine must not start
+/// (its calls would run and then have their replies withheld, unrecorded).
+async fn own_audit_log(data_dir: &std::path::Path) -> Result<AuditLog, DaemonError> {
+    match AuditLog::open_owned(&data_dir.join("audit.db")).await {
+        Err(AuditError::Busy { .. }) => Err(DaemonError::Owned {
+            data_dir: data_dir.to_owned(),
+            pid: crate::discovery::owner_pid(data_dir),
+        }),
+        other => Ok(other?),
     }
 }
 

@@ -13,6 +13,7 @@ pub mod client;
 pub mod config;
 pub mod context;
 pub mod daemon;
+pub mod discovery;
 pub mod engine;
 pub mod error;
 pub mod events;
@@ -26,6 +27,7 @@ pub mod secrets;
 pub mod settings;
 pub mod setup;
 pub mod socket;
+pub mod spawn;
 pub mod tool;
 pub mod upstream;
 

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use toolgate::audit::{AuditLog, CallRow};
 use toolgate::client::ControlClient;
 
-use crate::{Cli, config, serve_options};
+use crate::{Cli, config, data_dir, locate};
 
 /// One control call, printed: the `key` list as a table of its fields (or
 /// JSON), or the whole reply as JSON.
@@ -22,7 +22,7 @@ pub(crate) async fn control(
     key: &str,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let path = serve_options(cli).control_socket();
+    let path = locate(cli).await.control;
     let mut c = ControlClient::connect(&path).await.with_context(|| {
         format!(
             "no daemon answers on {}; start `toolgate serve`",
@@ -61,7 +61,7 @@ pub(crate) async fn breakers(
     reset: Option<&str>,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let path = serve_options(cli).control_socket();
+    let path = locate(cli).await.control;
     let mut c = ControlClient::connect(&path).await.with_context(|| {
         format!(
             "breakers live in the daemon, and none answers on {}; start `toolgate serve`",
@@ -115,17 +115,14 @@ pub(crate) async fn audit(
     limit: i64,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let mut data_dir = serve_options(cli).data_dir;
-    if let (None, Some(d)) = (&cli.data_dir, config(cli)?.data_dir) {
-        data_dir = d;
-    }
-    let db = data_dir.join("audit.db");
+    let db = data_dir(cli, Some(&config(cli)?)).join("audit.db");
     anyhow::ensure!(
         db.exists(),
         "no audit log at {} yet (it is created by `toolgate serve`)",
         db.display()
     );
-    let log = AuditLog::open(&db).await?;
+    // A reader only: it must not keep an engine from taking the log.
+    let log = AuditLog::open_reader(&db).await?;
     let rows = log.recent_calls(limit).await?;
     let mut last = rows.last().map_or(0, |r| r.id);
     print_rows(&rows, json)?;
