@@ -57,13 +57,9 @@ impl ServeOptions {
         crate::paths::beside(&self.socket, ".http")
     }
 
-    /// The engine's discovery file, `<data_dir>/engine.json`.
-    pub fn discovery_file(&self) -> PathBuf {
-        crate::discovery::file(&self.data_dir)
-    }
-
-    /// The XDG defaults: `$XDG_RUNTIME_DIR/toolgate/agent.sock` and
-    /// `~/.local/share/toolgate`, audit rows kept 90 days.
+    /// The XDG defaults: `toolgate/agent.sock` in the runtime dir (see
+    /// [`crate::paths::RuntimeEnv`]) and `~/.local/share/toolgate`, audit
+    /// rows kept 90 days.
     pub fn defaults() -> Self {
         Self {
             socket: crate::paths::default_runtime_dir().join("agent.sock"),

@@ -31,8 +31,12 @@ pub(crate) async fn serve(
     let mut daemon = match Daemon::start(config.clone(), &opts).await {
         // Spawned by a bridge that raced another starter: the data dir has
         // its engine, which is all the bridge wanted.
-        Err(e @ DaemonError::Owned { .. }) if detach => {
-            eprintln!("toolgate: {e}; this spawned engine is not needed");
+        Err(DaemonError::Owned { data_dir, pid }) if detach => {
+            let owner = pid.map(|p| format!(" (pid {p})")).unwrap_or_default();
+            eprintln!(
+                "toolgate: {} already has its engine{owner}; this spawned one is not needed",
+                data_dir.display()
+            );
             return Ok(ExitCode::SUCCESS);
         }
         started => started?,
