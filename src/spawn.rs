@@ -222,3 +222,56 @@ fn reap(mut child: Child) {
         tracing::debug!("cannot start the reaper thread: {e}");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A plan that runs `exe` (which ignores the `serve …` arguments) for
+    /// a data dir that does not exist yet.
+    fn plan(dir: &Path, exe: &str, wait: Duration) -> SpawnPlan {
+        SpawnPlan {
+            wait,
+            ..SpawnPlan::new(PathBuf::from(exe), dir.join("data"), dir.join("agent.sock"))
+        }
+    }
+
+    fn mode(p: &Path) -> u32 {
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    #[tokio::test]
+    async fn an_engine_that_fails_to_start_is_reported_with_its_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = plan(dir.path(), "false", Duration::from_secs(30));
+        let e = engine(&plan).await.unwrap_err();
+        assert!(matches!(e, SpawnError::Exited { .. }), "{e}");
+        assert!(e.to_string().contains("data/engine.log"), "{e}");
+        // The data dir and the log were made private.
+        assert_eq!(mode(&plan.data_dir), 0o700);
+        assert_eq!(mode(&plan.log_file()), 0o600);
+    }
+
+    #[tokio::test]
+    async fn an_engine_that_never_answers_times_out_naming_its_log() {
+        let dir = tempfile::tempdir().unwrap();
+        // `true` exits with success, as a loser of a start race does; no
+        // winner ever answers.
+        let plan = plan(dir.path(), "true", Duration::from_millis(300));
+        let e = engine(&plan).await.unwrap_err();
+        assert!(matches!(e, SpawnError::Timeout { .. }), "{e}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("no engine answered for") && msg.contains("data/engine.log"),
+            "{msg}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_missing_executable_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = plan(dir.path(), "/nonexistent/toolgate", Duration::from_secs(1));
+        let e = engine(&plan).await.unwrap_err();
+        assert!(e.to_string().contains("/nonexistent/toolgate"), "{e}");
+    }
+}
