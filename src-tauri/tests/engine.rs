@@ -1,0 +1,183 @@
+//! The process model with real engines (desktop-design.md, "One client,
+//! two modes"): no live engine → the `toolgate serve` daemon starts in this
+//! process; a live one (in this process or a `toolgate serve` child) → the
+//! app attaches; stopping an in-app engine leaves no socket or discovery
+//! file, stopping an attached one leaves it running.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use toolgate_desktop::engine::{CONSOLE_TOKEN_FILE, Engine, LinkError, Mode, Place};
+
+struct Dirs {
+    _tmp: tempfile::TempDir,
+    place: Place,
+}
+
+/// A private config (empty), data dir and socket, so nothing of the
+/// person's own engine is touched.
+fn dirs() -> Dirs {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("config.toml");
+    std::fs::write(&config, "").unwrap();
+    let place = Place {
+        config: Some(config),
+        data_dir: Some(tmp.path().join("data")),
+        socket: Some(tmp.path().join("agent.sock")),
+    };
+    Dirs { _tmp: tmp, place }
+}
+
+fn data_dir(p: &Place) -> &Path {
+    p.data_dir.as_deref().unwrap()
+}
+
+async fn answers(socket: &Path) -> bool {
+    tokio::net::UnixStream::connect(socket).await.is_ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_an_engine_one_starts_here_and_a_second_look_attaches_to_it() {
+    let d = dirs();
+    let socket = d.place.socket.clone().unwrap();
+    let here = Engine::start_or_attach(&d.place).await.unwrap();
+    assert_eq!(here.mode(), &Mode::InApp);
+    assert_eq!(here.agent_socket(), socket);
+    assert!(answers(&socket).await, "the agent socket listens");
+    let discovery = toolgate::discovery::file(data_dir(&d.place));
+    assert!(discovery.exists(), "the discovery file is published");
+
+    let attached = Engine::start_or_attach(&d.place).await.unwrap();
+    assert_eq!(
+        attached.mode(),
+        &Mode::Attached {
+            pid: std::process::id()
+        }
+    );
+    assert_eq!(
+        attached.mode().title(),
+        format!("toolgate — attached to pid {}", std::process::id())
+    );
+    attached.stop().await;
+    assert!(
+        answers(&socket).await,
+        "stopping an attached app leaves the engine"
+    );
+
+    let started = Instant::now();
+    here.stop().await;
+    // The lifecycle bound (≤ 5 s) as a deadline, not a speed claim.
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "stop took {:?}",
+        started.elapsed()
+    );
+    assert!(!socket.exists(), "the agent socket is removed");
+    assert!(
+        !toolgate::paths::control_socket_for(&socket).exists(),
+        "the control socket is removed"
+    );
+    assert!(!discovery.exists(), "the discovery file is removed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_link_is_minted_on_the_control_socket_or_the_engine_says_it_has_none() {
+    let d = dirs();
+    let engine = Engine::start_or_attach(&d.place).await.unwrap();
+    match engine.console_link().await {
+        // With the console transport: a one-time login URL on loopback and
+        // the bearer token of the data dir.
+        Ok(link) => {
+            assert_eq!(link.login.host_str(), Some("127.0.0.1"));
+            assert_eq!(link.login.path(), "/login");
+            assert_eq!(link.base.path(), "/");
+            let token =
+                std::fs::read_to_string(data_dir(&d.place).join(CONSOLE_TOKEN_FILE)).unwrap();
+            assert_eq!(link.bearer, token.trim());
+        }
+        // Before it: the control socket does not know the method, and the
+        // shell says so instead of failing.
+        Err(LinkError::NoConsole(message)) => {
+            assert!(message.contains("toolgate/console/login"), "{message}");
+        }
+        Err(e) => panic!("{e}"),
+    }
+    engine.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_that_does_not_load_is_an_error_naming_the_file_and_starts_nothing() {
+    let d = dirs();
+    let config = d.place.config.clone().unwrap();
+    std::fs::write(&config, "[pipeline\n").unwrap();
+    let e = Engine::start_or_attach(&d.place)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("config.toml"), "{e}");
+    assert!(!d.place.socket.as_ref().unwrap().exists());
+}
+
+/// The `toolgate` binary next to this test's, built by `cargo build -p
+/// toolgate` (this package cannot name another package's binary).
+fn toolgate_bin() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let bin = exe.parent()?.parent()?.join("toolgate");
+    bin.exists().then_some(bin)
+}
+
+struct Serve(Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_toolgate_serve_is_attached_to_and_left_running() {
+    let Some(bin) = toolgate_bin() else {
+        let msg = "needs the toolgate binary: cargo build -p toolgate";
+        assert!(std::env::var("CI").map_or(true, |v| v != "true"), "{msg}");
+        eprintln!("skipped: {msg}");
+        return;
+    };
+    let d = dirs();
+    let mut child = Command::new(bin)
+        .args(["--config"])
+        .arg(d.place.config.as_ref().unwrap())
+        .arg("--data-dir")
+        .arg(data_dir(&d.place))
+        .arg("--socket")
+        .arg(d.place.socket.as_ref().unwrap())
+        .arg("serve")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Its ready line says it listens and has published its file.
+    let out = child.stdout.take().unwrap();
+    let serve = Serve(child);
+    let ready = tokio::task::spawn_blocking(move || {
+        use std::io::BufRead;
+        std::io::BufReader::new(out)
+            .lines()
+            .map_while(Result::ok)
+            .any(|l| l.starts_with("discovery file:"))
+    });
+    let ready = tokio::time::timeout(Duration::from_secs(30), ready).await;
+    assert!(
+        matches!(ready, Ok(Ok(true))),
+        "toolgate serve never got ready"
+    );
+
+    let engine = Engine::start_or_attach(&d.place).await.unwrap();
+    assert_eq!(engine.mode(), &Mode::Attached { pid: serve.0.id() });
+    engine.stop().await;
+    assert!(
+        answers(d.place.socket.as_ref().unwrap()).await,
+        "toolgate serve still serves"
+    );
+}
