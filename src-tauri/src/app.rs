@@ -19,7 +19,7 @@ use url::Url;
 
 use crate::client::HttpConsole;
 use crate::commands::{self, SettingsState};
-use crate::engine::{Engine, Place};
+use crate::engine::{Engine, LinkError, Place};
 use crate::notify::Freedesktop;
 use crate::settings::{DesktopSettings, SettingsFile};
 use crate::shell::{Shell, View, now_ms};
@@ -255,12 +255,17 @@ async fn start(app: AppHandle) {
         Ok(link) => link,
         Err(e) => {
             tracing::warn!("{e}");
+            let why = match e {
+                LinkError::NoConsole(_) => {
+                    "This engine serves no console (it runs without HTTP, or this build has none)."
+                        .to_owned()
+                }
+                other => format!("{other}."),
+            };
             splash(
                 &app,
                 &mode.describe(),
-                &format!(
-                    "{e}. Agents connect on unix:{socket}; the tray works once the engine serves its console."
-                ),
+                &format!("{why} Agents connect on unix:{socket}."),
             );
             return;
         }
