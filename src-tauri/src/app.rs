@@ -113,10 +113,15 @@ pub fn run() {
         )
         .manage(Desktop::default())
         .setup(move |app| {
-            let settings = load_settings();
+            let (file, settings) = load_settings();
+            // The settings file is what the person chose: the login entry
+            // follows it (it may have been removed, or the app moved).
+            if let Err(e) = set_start_at_login(app.handle(), settings.start_at_login) {
+                tracing::warn!("{e}");
+            }
             app.manage(SettingsState::new(
-                settings.0,
-                settings.1,
+                file,
+                settings,
                 apply_settings(app.handle().clone()),
             ));
             open_window(app.handle(), hidden)?;
@@ -175,15 +180,20 @@ fn apply_settings(app: AppHandle) -> commands::Apply {
         if let Some(shell) = app.state::<Desktop>().shell.get() {
             shell.set_notifications(s.notifications);
         }
-        let autostart = app.autolaunch();
-        let on = autostart.is_enabled().unwrap_or(false);
-        let changed = match (s.start_at_login, on) {
-            (true, false) => autostart.enable(),
-            (false, true) => autostart.disable(),
-            _ => Ok(()),
-        };
-        changed.map_err(|e| format!("cannot change start at login: {e}"))
+        set_start_at_login(&app, s.start_at_login)
     })
+}
+
+/// Makes the login entry (an XDG autostart `.desktop` file on Linux,
+/// launching with [`HIDDEN_ARG`]) match `on`.
+fn set_start_at_login(app: &AppHandle, on: bool) -> Result<(), String> {
+    let autostart = app.autolaunch();
+    let changed = match (on, autostart.is_enabled().unwrap_or(false)) {
+        (true, false) => autostart.enable(),
+        (false, true) => autostart.disable(),
+        _ => Ok(()),
+    };
+    changed.map_err(|e| format!("cannot change start at login: {e}"))
 }
 
 fn open_window(app: &AppHandle, hidden: bool) -> tauri::Result<WebviewWindow> {
