@@ -111,6 +111,7 @@ pub struct Daemon {
     control: AgentSocket,
     http: Option<(HttpEndpoint, String, PathBuf)>,
     audit: AuditLog,
+    env: Env,
 }
 
 impl Daemon {
@@ -143,7 +144,8 @@ impl Daemon {
         let approvals = Approvals::open(&audit, events.clone(), ApprovalOptions::default()).await?;
         let servers = config.servers.clone();
         let a2 = audit.clone();
-        let engine = setup::engine_with(config, &Env::from_process(), |b| {
+        let env = Env::from_process();
+        let engine = setup::engine_with(config, &env, |b| {
             b.events(events).audit(a2).approvals(approvals)
         })?;
         follow_events(&engine, &audit);
@@ -164,6 +166,7 @@ impl Daemon {
             control,
             http,
             audit,
+            env,
         })
     }
 
@@ -173,10 +176,11 @@ impl Daemon {
     }
 
     /// Watches `path` and applies every valid edit: upstream servers are
-    /// added, removed or restarted, and the policy is swapped (pending
-    /// approvals are re-checked under the new version). Pipeline limits
-    /// and the allowlist apply from the next start. `overrides` re-applies
-    /// command-line settings to each reloaded config.
+    /// added, removed or restarted, the policy is swapped (pending
+    /// approvals are re-checked under the new version), and the allow/deny
+    /// lists are swapped (agents are sent `tools/list_changed` when they
+    /// changed). Pipeline limits apply from the next start. `overrides`
+    /// re-applies command-line settings to each reloaded config.
     ///
     /// # Errors
     /// The watcher could not start.
@@ -191,10 +195,20 @@ impl Daemon {
         let mut configs = watcher.config();
         let mut status = watcher.status();
         let (engine, upstreams) = (self.server.engine().clone(), self.upstreams.clone());
+        let env = self.env.clone();
         tokio::spawn(async move {
             while configs.changed().await.is_ok() {
                 let config = configs.borrow_and_update().clone();
                 engine.policy().swap(config.policy.clone());
+                // `Config` validated the lists already; only the
+                // environment's allowlist could still be empty here, and it
+                // was checked at start.
+                match setup::tool_filter(&config, &env) {
+                    Ok(filter) => {
+                        engine.set_filter(filter);
+                    }
+                    Err(e) => tracing::error!("allow/deny lists not reloaded: {e}"),
+                }
                 upstreams
                     .apply(resolve_secrets(config.servers.clone()).await)
                     .await;

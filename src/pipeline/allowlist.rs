@@ -15,9 +15,14 @@
 //! - deny patterns always win over allow patterns;
 //! - patterns that match no registered tool are reported
 //!   ([`ToolFilter::check_unmatched`]), and fail startup in strict mode (CI).
+//!
+//! The filter in force sits in a [`FilterHandle`], so a config reload or a
+//! person's edit in the console replaces it without a restart: the next
+//! call and the next `tools/list` see the new lists.
 
 use std::sync::{Arc, Once};
 
+use arc_swap::ArcSwap;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
 use super::{Call, Enter, Stage};
@@ -195,6 +200,20 @@ impl ToolFilter {
         self.allow.is_some()
     }
 
+    /// Whether the allowlist in force comes from [`ALLOWED_TOOLS_ENV`]
+    /// (then the config file's `allowed_tools` is not what applies).
+    pub fn allow_from_env(&self) -> bool {
+        matches!(self.allow, Some((Origin::Env, _)))
+    }
+
+    /// Whether `other` has the same lists, from the same origin: a reload
+    /// that changes nothing here must not tell every agent the tool list
+    /// changed.
+    pub fn same_lists(&self, other: &Self) -> bool {
+        let allow = |f: &Self| f.allow.as_ref().map(|(o, p)| (*o, p.raw.clone()));
+        allow(self) == allow(other) && self.deny.raw == other.deny.raw
+    }
+
     /// Whether `name` may be listed and called; `Err` says which rule hid it.
     /// Deny patterns are checked first: they win over any allow pattern.
     pub fn permits(&self, name: &str) -> Result<(), String> {
@@ -276,14 +295,53 @@ fn warn_unrestricted() -> bool {
     logged
 }
 
+/// The filter in force, replaceable at run time. Cloning shares it.
+///
+/// Reads are one `ArcSwap` load (no lock on the call path); a swap is seen
+/// by every call that reaches the allowlist stage afterwards. Calls already
+/// past the stage finish under the filter they were checked against.
+#[derive(Debug, Clone)]
+pub struct FilterHandle {
+    current: Arc<ArcSwap<ToolFilter>>,
+}
+
+impl Default for FilterHandle {
+    fn default() -> Self {
+        Self::new(ToolFilter::allow_all())
+    }
+}
+
+impl FilterHandle {
+    /// A handle holding `filter`.
+    pub fn new(filter: ToolFilter) -> Self {
+        Self {
+            current: Arc::new(ArcSwap::from_pointee(filter)),
+        }
+    }
+
+    /// The filter in force.
+    pub fn load(&self) -> Arc<ToolFilter> {
+        self.current.load_full()
+    }
+
+    /// Puts `filter` in force. Returns whether its lists differ from the
+    /// ones it replaced, so the caller knows whether to announce a changed
+    /// tool list.
+    pub fn swap(&self, filter: ToolFilter) -> bool {
+        let new = Arc::new(filter);
+        let old = self.current.swap(new.clone());
+        !old.same_lists(&new)
+    }
+}
+
 /// The allowlist stage.
 pub struct Allowlist {
-    filter: Arc<ToolFilter>,
+    filter: FilterHandle,
 }
 
 impl Allowlist {
-    /// A stage enforcing `filter`.
-    pub fn new(filter: Arc<ToolFilter>) -> Self {
+    /// A stage enforcing the filter in force in `filter`.
+    pub fn new(filter: FilterHandle) -> Self {
         Self { filter }
     }
 }
@@ -294,7 +352,7 @@ impl Stage for Allowlist {
     }
 
     fn enter(&self, call: &mut Call) -> Enter {
-        match self.filter.permits(call.tool_name()) {
+        match self.filter.current.load().permits(call.tool_name()) {
             Ok(()) => Enter::Pass,
             Err(reason) => Enter::Refuse(CallError::NotAllowed {
                 tool: call.tool_name().to_owned(),
@@ -408,7 +466,7 @@ mod tests {
 
     #[tokio::test]
     async fn stage_refuses_hidden_tools_before_the_inner_stage() {
-        let stage = Allowlist::new(Arc::new(filter(Some(&["fs_*"]), &["fs_delete"])));
+        let stage = Allowlist::new(FilterHandle::new(filter(Some(&["fs_*"]), &["fs_delete"])));
         let script = Script::new(vec![]);
         let mut call = call_of(def("fs_delete", json!({"type": "object"})), json!({}));
         let err = run_stage(&stage, &mut call, &script).await.unwrap_err();
