@@ -7,6 +7,7 @@
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -19,6 +20,7 @@ use crate::config::watch::{ConfigWatcher, Overrides, ReloadStatus};
 use crate::events::EventBus;
 use crate::mcp::http::{HttpEndpoint, new_token};
 use crate::mcp::{McpServer, Role, ServerOptions};
+use crate::policy_edit::{PolicyEditor, SharedOverrides};
 use crate::secrets::{KeyringStore, referenced_names, resolve_spec};
 use crate::setup::{self, Env, SetupError};
 use crate::socket::{AgentSocket, SocketError};
@@ -112,6 +114,7 @@ pub struct Daemon {
     http: Option<(HttpEndpoint, String, PathBuf)>,
     audit: AuditLog,
     env: Env,
+    editor: PolicyEditor,
 }
 
 impl Daemon {
@@ -143,6 +146,7 @@ impl Daemon {
         let events = EventBus::new();
         let approvals = Approvals::open(&audit, events.clone(), ApprovalOptions::default()).await?;
         let servers = config.servers.clone();
+        let config_path = config.path.clone();
         let a2 = audit.clone();
         let env = Env::from_process();
         let engine = setup::engine_with(config, &env, |b| {
@@ -158,6 +162,13 @@ impl Daemon {
             Some(port) => Some(start_http(port, &opts.http_file()).await?),
             None => None,
         };
+        let editor = PolicyEditor::new(
+            engine.clone(),
+            config_path,
+            env.allowed_tools.clone(),
+            Arc::new(|_: &mut Config| {}),
+            None,
+        );
         Ok(Self {
             server: McpServer::new(engine, limits).with_upstreams(upstreams.clone()),
             upstreams,
@@ -167,6 +178,7 @@ impl Daemon {
             http,
             audit,
             env,
+            editor,
         })
     }
 
@@ -190,8 +202,17 @@ impl Daemon {
         initial: Config,
         overrides: Overrides,
     ) -> Result<(), DaemonError> {
-        let watcher = ConfigWatcher::start(path, initial, overrides)
+        let overrides: SharedOverrides = Arc::from(overrides);
+        let o2 = overrides.clone();
+        let watcher = ConfigWatcher::start(path, initial, Box::new(move |c| o2(c)))
             .map_err(|e| DaemonError::Watch(e.to_string()))?;
+        self.editor = PolicyEditor::new(
+            self.server.engine().clone(),
+            Some(path.to_owned()),
+            self.env.allowed_tools.clone(),
+            overrides,
+            Some(watcher.writer()),
+        );
         let mut configs = watcher.config();
         let mut status = watcher.status();
         let (engine, upstreams) = (self.server.engine().clone(), self.upstreams.clone());
@@ -226,6 +247,19 @@ impl Daemon {
         });
         self.watcher = Some(watcher);
         Ok(())
+    }
+
+    /// The policy editor (the console's Policy view): saves to the watched
+    /// config file, or to the config's own path before
+    /// [`Daemon::watch_config`].
+    pub fn policy_editor(&self) -> &PolicyEditor {
+        &self.editor
+    }
+
+    /// Counts the config watcher's looks at the file (see
+    /// [`ConfigWatcher::checks`]); `None` when not watching.
+    pub fn config_checks(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        self.watcher.as_ref().map(ConfigWatcher::checks)
     }
 
     /// The HTTP endpoint's URL and token, if it is on.

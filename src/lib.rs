@@ -20,6 +20,7 @@ pub mod guard;
 pub mod mcp;
 pub mod paths;
 pub mod pipeline;
+pub mod policy_edit;
 pub mod registry;
 pub mod schema;
 pub mod secrets;

@@ -7,6 +7,7 @@ mod common;
 mod http;
 mod path_escape;
 mod pipeline;
+mod policy_edit;
 mod socket;
 mod ssrf;
 mod upstream_remote;
