@@ -17,6 +17,8 @@ use crate::audit::{AuditError, AuditLog};
 use crate::config::Config;
 use crate::config::servers::ServerSpec;
 use crate::config::watch::{ConfigWatcher, Overrides, ReloadStatus};
+use crate::console::engine_api::EngineConsole;
+use crate::console::{self, Console, ConsoleAuth, UiSource};
 use crate::events::EventBus;
 use crate::mcp::http::{HttpEndpoint, new_token};
 use crate::mcp::{McpServer, Role, ServerOptions};
@@ -51,6 +53,12 @@ impl ServeOptions {
     /// `<socket>.http`, a JSON object `{"url", "token"}`.
     pub fn http_file(&self) -> PathBuf {
         self.beside_socket(".http")
+    }
+
+    /// The console bearer token for non-browser clients (`0600`):
+    /// `console.token` in the data directory.
+    pub fn console_token_file(&self) -> PathBuf {
+        self.data_dir.join("console.token")
     }
 
     fn beside_socket(&self, suffix: &str) -> PathBuf {
@@ -112,6 +120,9 @@ pub struct Daemon {
     socket: AgentSocket,
     control: AgentSocket,
     http: Option<(HttpEndpoint, String, PathBuf)>,
+    console: Option<ConsoleAuth>,
+    console_token: PathBuf,
+    ui: UiSource,
     audit: AuditLog,
     env: Env,
     editor: PolicyEditor,
@@ -162,6 +173,20 @@ impl Daemon {
             Some(port) => Some(start_http(port, &opts.http_file()).await?),
             None => None,
         };
+        let console_token = opts.console_token_file();
+        let console = match &http {
+            Some((endpoint, _, _)) => {
+                let auth = ConsoleAuth::new(format!("http://{}", endpoint.addr()));
+                write_secret(&console_token, auth.bearer()).map_err(|source| {
+                    DaemonError::Http {
+                        path: console_token.clone(),
+                        source,
+                    }
+                })?;
+                Some(auth)
+            }
+            None => None,
+        };
         let editor = PolicyEditor::new(
             engine.clone(),
             config_path,
@@ -169,13 +194,20 @@ impl Daemon {
             Arc::new(|_: &mut Config| {}),
             None,
         );
+        let mut server = McpServer::new(engine, limits).with_upstreams(upstreams.clone());
+        if let Some(auth) = &console {
+            server = server.with_console(auth.clone());
+        }
         Ok(Self {
-            server: McpServer::new(engine, limits).with_upstreams(upstreams.clone()),
+            server,
             upstreams,
             watcher: None,
             socket,
             control,
             http,
+            console,
+            console_token,
+            ui: UiSource::Embedded,
             audit,
             env,
             editor,
@@ -262,6 +294,23 @@ impl Daemon {
         self.watcher.as_ref().map(ConfigWatcher::checks)
     }
 
+    /// A fresh one-time console login URL, if the HTTP endpoint is on.
+    pub fn console_login_url(&self) -> Option<String> {
+        self.console.as_ref().map(ConsoleAuth::login_url)
+    }
+
+    /// The console's secrets, if the HTTP endpoint is on (the bearer token
+    /// is also in [`ServeOptions::console_token_file`]).
+    pub fn console_auth(&self) -> Option<&ConsoleAuth> {
+        self.console.as_ref()
+    }
+
+    /// Serves the console UI from `dir` instead of the embedded bundle
+    /// (`toolgate serve --ui-dir`, for UI development).
+    pub fn set_ui_dir(&mut self, dir: PathBuf) {
+        self.ui = UiSource::Dir(dir);
+    }
+
     /// The HTTP endpoint's URL and token, if it is on.
     pub fn http(&self) -> Option<(String, &str)> {
         self.http
@@ -279,10 +328,25 @@ impl Daemon {
         let control = self.server.clone().with_role(Role::Control);
         let http = async {
             if let Some((endpoint, token, file)) = self.http {
+                let console = match self.console {
+                    Some(auth) => console::router(Console {
+                        api: EngineConsole::new(
+                            self.server.engine().clone(),
+                            Some(self.upstreams.clone()),
+                        ),
+                        auth,
+                        editor: self.editor.clone(),
+                        ui: self.ui.clone(),
+                        port: endpoint.addr().port(),
+                        agent_token: token.as_str().into(),
+                    }),
+                    None => axum::Router::new(),
+                };
                 endpoint
-                    .serve(self.server.clone(), token, shutdown.clone())
+                    .serve_with(self.server.clone(), token, console, shutdown.clone())
                     .await;
                 let _ = std::fs::remove_file(file);
+                let _ = std::fs::remove_file(&self.console_token);
             }
         };
         tokio::join!(
@@ -324,6 +388,19 @@ async fn resolve_secrets(servers: Vec<ServerSpec>) -> Vec<ServerSpec> {
     })
     .await;
     resolved.unwrap_or_default()
+}
+
+/// Writes `secret` to `path`, readable by the owner only.
+fn write_secret(path: &std::path::Path, secret: &str) -> std::io::Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    // An older file may have been created with wider bits.
+    f.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+    f.write_all(secret.as_bytes())
 }
 
 /// Binds the HTTP endpoint and writes its URL and token to `file` (0600).

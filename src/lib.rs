@@ -11,6 +11,7 @@ pub mod builtin;
 pub mod canonical;
 pub mod client;
 pub mod config;
+pub mod console;
 pub mod context;
 pub mod daemon;
 pub mod engine;

@@ -293,7 +293,7 @@ pub fn render(text: &str, doc: &PolicyDoc) -> Result<String, FieldError> {
     })?;
     let root = file.as_table_mut();
     match &doc.allowed_tools {
-        Some(list) => set(root, "allowed_tools", strings(list)),
+        Some(list) => set_root(root, "allowed_tools", strings(list)),
         None => {
             root.remove("allowed_tools");
         }
@@ -301,7 +301,7 @@ pub fn render(text: &str, doc: &PolicyDoc) -> Result<String, FieldError> {
     if doc.denied_tools.is_empty() {
         root.remove("denied_tools");
     } else {
-        set(root, "denied_tools", strings(&doc.denied_tools));
+        set_root(root, "denied_tools", strings(&doc.denied_tools));
     }
     let wants_table = doc.preset != Preset::default()
         || doc.ask_at.is_some()
@@ -338,6 +338,51 @@ pub fn render(text: &str, doc: &PolicyDoc) -> Result<String, FieldError> {
         t.set_implicit(false);
     }
     Ok(file.to_string())
+}
+
+/// [`set`] for a top-level key. A new one goes below the file's header
+/// comment: in a file with no top-level keys yet, the comment lines that
+/// open it belong to its first table in toml_edit's model, and a key
+/// inserted at the top would land above them.
+fn set_root(root: &mut Table, key: &str, new: Value) {
+    let first_key = !root.contains_key(key) && !root.iter().any(|(_, i)| i.is_value());
+    set(root, key, new);
+    if !first_key {
+        return;
+    }
+    let first_table = root
+        .iter()
+        .filter_map(|(k, item)| {
+            let pos = match item {
+                Item::Table(t) => t.position(),
+                Item::ArrayOfTables(a) => a.get(0).and_then(Table::position),
+                _ => None,
+            };
+            Some((pos?, k.to_owned()))
+        })
+        .min();
+    let Some((_, name)) = first_table else {
+        return;
+    };
+    let decor = match root.get_mut(&name) {
+        Some(Item::Table(t)) => t.decor_mut(),
+        Some(Item::ArrayOfTables(a)) => match a.get_mut(0) {
+            Some(t) => t.decor_mut(),
+            None => return,
+        },
+        _ => return,
+    };
+    let header = decor
+        .prefix()
+        .and_then(|p| p.as_str())
+        .filter(|p| p.contains('#'))
+        .map(str::to_owned);
+    if let Some(header) = header {
+        decor.set_prefix("\n");
+        if let Some(mut k) = root.key_mut(key) {
+            k.leaf_decor_mut().set_prefix(header);
+        }
+    }
 }
 
 fn int(v: u64) -> i64 {

@@ -167,6 +167,19 @@ fn removing_rules_and_lists_removes_their_keys() {
 }
 
 #[test]
+fn a_new_top_level_key_goes_below_the_files_header_comment() {
+    let text = "# my config\n[policy]\npreset = \"strict\"\n";
+    let mut doc = read(text, path()).unwrap();
+    doc.denied_tools = vec!["shell_exec".into()];
+    let new = render(text, &doc).unwrap();
+    assert_eq!(
+        new,
+        "# my config\ndenied_tools = [\"shell_exec\"]\n\n[policy]\npreset = \"strict\"\n"
+    );
+    assert_eq!(read(&new, path()).unwrap(), doc);
+}
+
+#[test]
 fn keys_written_under_an_implicit_policy_table_get_its_header() {
     let text = "[[policy.rules]]\ntool = \"x\"\nverdict = \"deny\"\n";
     let mut doc = read(text, path()).unwrap();

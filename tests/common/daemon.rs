@@ -12,6 +12,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use toolgate::Engine;
 use toolgate::config::Config;
+use toolgate::console::ConsoleAuth;
 use toolgate::daemon::{Daemon, ServeOptions};
 use toolgate::mcp::ServerOptions;
 use toolgate::policy_edit::PolicyEditor;
@@ -29,6 +30,8 @@ pub(crate) struct TestDaemon {
     pub(crate) editor: PolicyEditor,
     /// The config watcher's looks at the file, when watched.
     pub(crate) checks: Option<tokio::sync::watch::Receiver<u64>>,
+    /// The console's secrets (login links, bearer token).
+    pub(crate) console: ConsoleAuth,
 }
 
 impl TestDaemon {
@@ -84,6 +87,7 @@ impl TestDaemon {
         let engine = daemon.engine().clone();
         let editor = daemon.policy_editor().clone();
         let checks = daemon.config_checks();
+        let console = daemon.console_auth().expect("http on").clone();
         let http = daemon
             .http()
             .map(|(u, t)| (u, t.to_owned()))
@@ -99,7 +103,20 @@ impl TestDaemon {
             handle,
             editor,
             checks,
+            console,
         }
+    }
+
+    /// The HTTP listener's origin, `http://127.0.0.1:PORT`.
+    pub(crate) fn origin(&self) -> String {
+        self.http.0.trim_end_matches("/mcp").to_owned()
+    }
+
+    /// The control socket (the CLI's).
+    pub(crate) fn control_socket(&self) -> PathBuf {
+        let mut p = self.socket.clone().into_os_string();
+        p.push(".ctl");
+        p.into()
     }
 
     pub(crate) fn root(&self) -> PathBuf {

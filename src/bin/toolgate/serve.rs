@@ -10,7 +10,11 @@ use toolgate::daemon::Daemon;
 
 use crate::{Cli, config, serve_options};
 
-pub(crate) async fn serve(cli: &Cli, http_port: Option<u16>) -> anyhow::Result<ExitCode> {
+pub(crate) async fn serve(
+    cli: &Cli,
+    http_port: Option<u16>,
+    ui_dir: Option<std::path::PathBuf>,
+) -> anyhow::Result<ExitCode> {
     let config = config(cli)?;
     let mut opts = serve_options(cli);
     opts.http_port = http_port;
@@ -21,6 +25,14 @@ pub(crate) async fn serve(cli: &Cli, http_port: Option<u16>) -> anyhow::Result<E
     // signals right after reading it gets a clean shutdown.
     let signals = Signals::install().context("cannot install signal handlers")?;
     let mut daemon = Daemon::start(config.clone(), &opts).await?;
+    if let Some(dir) = ui_dir {
+        anyhow::ensure!(
+            dir.join("index.html").is_file(),
+            "--ui-dir {}: no index.html there; build the UI first (npm --prefix ui run build)",
+            dir.display()
+        );
+        daemon.set_ui_dir(dir);
+    }
     if let Some(path) = cli
         .config
         .clone()
@@ -49,6 +61,10 @@ pub(crate) async fn serve(cli: &Cli, http_port: Option<u16>) -> anyhow::Result<E
             "MCP over HTTP: {url} (bearer token in {})",
             opts.http_file().display()
         );
+    }
+    if let Some(url) = daemon.console_login_url() {
+        // One-time, ten minutes: `toolgate console` mints a fresh one.
+        let _ = writeln!(out, "console: {url}");
     }
     let _ = out.flush();
     drop(out);
