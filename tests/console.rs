@@ -714,3 +714,81 @@ mod sse {
         stop.cancel();
     }
 }
+
+/// The real binary: `toolgate serve` prints a working one-time console
+/// URL among its ready lines; `toolgate console --print` mints a fresh
+/// one; without a daemon it says so in one line.
+#[tokio::test]
+async fn serve_prints_the_console_url_and_toolgate_console_mints_fresh_ones() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    use tokio::process::Command;
+    const TOOLGATE: &str = env!("CARGO_BIN_EXE_toolgate");
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("config.toml"), "").unwrap();
+    let flags = |c: &mut Command| {
+        c.arg("--socket")
+            .arg(dir.path().join("agent.sock"))
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
+            .arg("--config")
+            .arg(dir.path().join("config.toml"));
+    };
+    // Before any daemon: one line, exit 2.
+    let mut console = Command::new(TOOLGATE);
+    console.args(["console", "--print"]);
+    flags(&mut console);
+    let out = console.output().await.unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("start `toolgate serve` first"), "{err}");
+
+    let mut serve = Command::new(TOOLGATE);
+    serve.arg("serve");
+    flags(&mut serve);
+    let mut child = serve
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let url = tokio::time::timeout(WAIT, async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(url) = line.strip_prefix("console: ") {
+                return url.to_owned();
+            }
+        }
+        panic!("serve ended without a console line");
+    })
+    .await
+    .expect("a console line");
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.contains("/login?t="),
+        "{url}"
+    );
+    let c = client();
+    assert_eq!(
+        c.get(&url).send().await.unwrap().status(),
+        StatusCode::SEE_OTHER
+    );
+    assert_eq!(
+        c.get(&url).send().await.unwrap().status(),
+        StatusCode::UNAUTHORIZED
+    );
+
+    let mut console = Command::new(TOOLGATE);
+    console.args(["console", "--print"]);
+    flags(&mut console);
+    let out = console.output().await.unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let fresh = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    assert_ne!(fresh, url);
+    assert_eq!(
+        c.get(&fresh).send().await.unwrap().status(),
+        StatusCode::SEE_OTHER
+    );
+    child.start_kill().unwrap();
+    let _ = child.wait().await;
+}

@@ -36,7 +36,7 @@ use crate::pipeline::policy::Preset;
 use crate::tool::Risk;
 
 /// The editable policy: allow/deny lists, preset, thresholds and rules.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub struct PolicyDoc {
     /// The live policy version this was read at (see `PolicyHandle`);
@@ -65,20 +65,6 @@ pub struct PolicyDoc {
     /// `[[policy.rules]]`, in order.
     #[serde(default)]
     pub rules: Vec<RuleDoc>,
-}
-
-impl Default for PolicyDoc {
-    fn default() -> Self {
-        Self {
-            version: 0,
-            allowed_tools: None,
-            denied_tools: Vec::new(),
-            preset: Preset::default(),
-            ask_at: None,
-            approval_timeout_s: None,
-            rules: Vec::new(),
-        }
-    }
 }
 
 /// One `[[policy.rules]]` entry.

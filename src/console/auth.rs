@@ -176,7 +176,7 @@ mod tests {
     #[test]
     fn the_bearer_token_is_separate_and_checked_exactly() {
         let auth = ConsoleAuth::new("http://127.0.0.1:1");
-        assert!(auth.is_bearer(&auth.bearer().to_owned()));
+        assert!(auth.is_bearer(auth.bearer()));
         assert!(!auth.is_bearer(""));
         assert!(!auth.is_bearer(&auth.bearer()[1..]));
         assert_ne!(
