@@ -111,6 +111,15 @@ pub enum DaemonError {
     },
 }
 
+/// Where a running console is (see [`Daemon::console_location`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ConsoleLocation {
+    /// `http://127.0.0.1:PORT`; the UI is at `/`, the API under `/api`.
+    pub url: String,
+    /// The console bearer token's file (`0600`).
+    pub token_file: PathBuf,
+}
+
 /// A started daemon: call [`Daemon::run`] to serve until shutdown.
 #[derive(Debug)]
 pub struct Daemon {
@@ -303,6 +312,15 @@ impl Daemon {
     /// is also in [`ServeOptions::console_token_file`]).
     pub fn console_auth(&self) -> Option<&ConsoleAuth> {
         self.console.as_ref()
+    }
+
+    /// Where the console is, for the discovery file's `console` field:
+    /// its origin and the file holding its bearer token (never the token).
+    pub fn console_location(&self) -> Option<ConsoleLocation> {
+        self.console.as_ref().map(|auth| ConsoleLocation {
+            url: auth.origin().to_owned(),
+            token_file: self.console_token.clone(),
+        })
     }
 
     /// Serves the console UI from `dir` instead of the embedded bundle

@@ -215,7 +215,7 @@ async fn events<A: ConsoleApi>(
         })
     });
     Sse::new(stream)
-        .keep_alive(KeepAlive::new().interval(KEEPALIVE).text("keepalive"))
+        .keep_alive(KeepAlive::new().interval(KEEPALIVE).text(" keepalive"))
         .into_response()
 }
 
