@@ -295,10 +295,19 @@ impl PolicyEditor {
         let text = self.text()?;
         let v = self.check(&text, doc).map_err(EditError::Invalid)?;
         let diff = edit::diff(&text, &v.text);
-        let write = match &self.inner.writer {
-            Some(w) => w.write(&v.text, v.config.clone()),
-            None => edit::save(&path, &v.text),
-        };
+        // fsync can take a while on a busy disk: off the async workers.
+        let (writer, text, config, p2) = (
+            self.inner.writer.clone(),
+            v.text.clone(),
+            v.config.clone(),
+            path.clone(),
+        );
+        let write = tokio::task::spawn_blocking(move || match writer {
+            Some(w) => w.write(&text, config),
+            None => edit::save(&p2, &text),
+        })
+        .await
+        .unwrap_or_else(|e| Err(std::io::Error::other(e)));
         write.map_err(|source| EditError::Write { path, source })?;
         let version = engine.policy().swap(v.config.policy);
         engine.set_filter(v.filter);

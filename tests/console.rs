@@ -325,6 +325,24 @@ async fn malformed_requests_and_unknown_ids_get_clear_errors() {
     let r = c
         .put(format!("{origin}/api/policy"))
         .headers(h.clone())
+        .json(&json!({"base_version": 1}))
+        .send()
+        .await
+        .unwrap();
+    let (s, e) = error_of(r).await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("missing field `doc`"),
+        "{e}"
+    );
+    assert_eq!(e.get("field"), None, "{e}");
+
+    let r = c
+        .put(format!("{origin}/api/policy"))
+        .headers(h.clone())
         .body("{oops")
         .send()
         .await
@@ -744,8 +762,12 @@ async fn serve_prints_the_console_url_and_toolgate_console_mints_fresh_ones() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("start `toolgate serve` first"), "{err}");
 
+    // Served from a directory with --ui-dir (UI development).
+    let ui = dir.path().join("ui");
+    std::fs::create_dir_all(&ui).unwrap();
+    std::fs::write(ui.join("index.html"), "<!doctype html><p>dev build</p>").unwrap();
     let mut serve = Command::new(TOOLGATE);
-    serve.arg("serve");
+    serve.arg("serve").arg("--ui-dir").arg(&ui);
     flags(&mut serve);
     let mut child = serve
         .stdout(std::process::Stdio::piped())
@@ -777,6 +799,16 @@ async fn serve_prints_the_console_url_and_toolgate_console_mints_fresh_ones() {
         c.get(&url).send().await.unwrap().status(),
         StatusCode::UNAUTHORIZED
     );
+    let origin = &url[..url.find("/login").unwrap()];
+    let page = c
+        .get(format!("{origin}/"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(page, "<!doctype html><p>dev build</p>");
 
     let mut console = Command::new(TOOLGATE);
     console.args(["console", "--print"]);

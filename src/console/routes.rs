@@ -105,6 +105,9 @@ fn body<T: DeserializeOwned>(bytes: &Bytes) -> ApiResult<T> {
                 Code::BadRequest,
                 format!("the request body is not valid JSON: {inner}"),
             )
+        } else if field == "." {
+            // The body as a whole (e.g. a missing required field).
+            ApiError::new(Code::Invalid, inner.to_string())
         } else {
             ApiError::invalid(field, inner.to_string())
         }
