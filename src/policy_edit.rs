@@ -29,6 +29,7 @@ use serde::Serialize;
 use ts_rs::TS;
 
 use crate::Engine;
+use crate::approval::{Effect, PolicyConfig, Preset, risk_str};
 use crate::config::Config;
 use crate::config::edit::{self, Context, FieldError, PolicyDoc, Validated};
 use crate::config::watch::ConfigWriter;
@@ -101,8 +102,15 @@ impl EditError {
 /// The Policy view's data.
 #[derive(Debug, Clone, Serialize, TS)]
 pub struct PolicyView {
-    /// The editable part, with the version to send back as `base_version`.
+    /// The editable part (its `version` is [`Self::version`] too).
     pub doc: PolicyDoc,
+    /// The live policy version: send it back as `base_version`.
+    #[ts(type = "number")]
+    pub version: u64,
+    /// The policy in force, read-only, as text: the preset's thresholds,
+    /// caller profiles, and every rule in the order tiers are looked at,
+    /// built-in ones included (what the doc does not show).
+    pub effective: String,
     /// The config file edits are saved to.
     pub path: Option<String>,
     /// `TOOLGATE_ALLOWED_TOOLS`, when set: it replaces `allowed_tools`
@@ -221,6 +229,8 @@ impl PolicyEditor {
         doc.version = version;
         Ok(PolicyView {
             doc,
+            version,
+            effective: effective(&self.inner.engine.policy().load().config),
             path: self.inner.path.as_ref().map(|p| p.display().to_string()),
             env_allowed_tools: self.inner.env_allowed_tools.clone(),
             restart_needed: restart_needed(),
@@ -319,6 +329,59 @@ impl PolicyEditor {
             restart_needed: restart_needed(),
         })
     }
+}
+
+/// The policy in force, in words (see [`PolicyView::effective`]).
+pub fn effective(p: &PolicyConfig) -> String {
+    use std::fmt::Write;
+    let spec = p.preset.spec();
+    let mut out = format!(
+        "preset {}: asks at {}{}{}; a person has {} s to answer\n",
+        p.preset.as_str(),
+        risk_str(p.effective_ask_at()),
+        spec.deny_at
+            .map(|d| format!(", denies at {}", risk_str(d)))
+            .unwrap_or_default(),
+        if spec.ask_external {
+            ", asks for external tools"
+        } else {
+            ""
+        },
+        p.approval_timeout.as_secs(),
+    );
+    for c in &p.callers {
+        let preset = c.preset.map_or("the global preset", Preset::as_str);
+        let _ = writeln!(
+            out,
+            "caller profile {}: {preset}, {} rule(s)",
+            c.id,
+            c.rules.len()
+        );
+    }
+    for (tier, rules) in [("config", &p.rules), ("built-in", &p.default_rules)] {
+        for r in rules {
+            let when = r
+                .when
+                .as_ref()
+                .map(|w| format!(" with {}", w.describe()))
+                .unwrap_or_default();
+            let effect = match r.effect {
+                Effect::Risk(risk) => format!("risk {}", risk_str(risk)),
+                Effect::Verdict(v) => v.as_str().to_owned(),
+            };
+            let reason = r
+                .reason
+                .as_deref()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "{tier} rule {}: `{}`{when} → {effect}{reason}",
+                r.id, r.tool_glob
+            );
+        }
+    }
+    out
 }
 
 fn restart_needed() -> Vec<String> {

@@ -521,7 +521,17 @@ async fn a_policy_edit_over_http_applies_without_a_restart_and_a_bad_one_changes
         .json()
         .await
         .unwrap();
-    let version = view["doc"]["version"].as_u64().unwrap();
+    let version = view["version"].as_u64().unwrap();
+    assert_eq!(view["doc"]["version"], version);
+    let effective = view["effective"].as_str().unwrap();
+    assert!(
+        effective.starts_with("preset default: asks at high"),
+        "{effective}"
+    );
+    assert!(
+        effective.contains("built-in rule default:shell-rm-recursive"),
+        "{effective}"
+    );
     assert_eq!(view["path"], d.config_path().display().to_string());
     assert!(!view["restart_needed"].as_array().unwrap().is_empty());
     let mut doc = view["doc"].clone();
@@ -547,7 +557,7 @@ async fn a_policy_edit_over_http_applies_without_a_restart_and_a_bad_one_changes
         "{v}"
     );
     let mut bad_shape = doc.clone();
-    bad_shape["rules"] = json!([{"tool": "x"}]);
+    bad_shape["rules"] = json!([{"tool": "x", "risk": "extreme"}]);
     let v: Value = c
         .post(format!("{origin}/api/policy/validate"))
         .headers(h.clone())
@@ -559,12 +569,12 @@ async fn a_policy_edit_over_http_applies_without_a_restart_and_a_bad_one_changes
         .await
         .unwrap();
     assert_eq!(v["ok"], false, "{v}");
-    assert_eq!(v["errors"][0]["field"], "rules[0]", "{v}");
+    assert_eq!(v["errors"][0]["field"], "rules[0].risk", "{v}");
 
     // An invalid edit: 422 with the field; file and policy unchanged.
     let before = std::fs::read_to_string(d.config_path()).unwrap();
     let mut bad = doc.clone();
-    bad["rules"] = json!([{"tool": "shell_exec", "when": {"arg": "command", "kind": "regex", "pattern": "("}, "effect": {"risk": "high"}}]);
+    bad["rules"] = json!([{"tool": "shell_exec", "arg": "command", "regex": "(", "risk": "high"}]);
     let r = c
         .put(format!("{origin}/api/policy"))
         .headers(h.clone())
@@ -574,7 +584,7 @@ async fn a_policy_edit_over_http_applies_without_a_restart_and_a_bad_one_changes
         .unwrap();
     let (s, e) = error_of(r).await;
     assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(e["field"], "rules[0].when.pattern", "{e}");
+    assert_eq!(e["field"], "rules[0].regex", "{e}");
     assert_eq!(std::fs::read_to_string(d.config_path()).unwrap(), before);
     assert_eq!(d.engine.policy().version(), version);
 

@@ -16,7 +16,7 @@
 //!   config ([`Config::parse`]), plus what the engine checks at start: the
 //!   lists compile and the allowlist leaves at least one registered tool
 //!   visible. Every problem names its field in the doc
-//!   (`rules[2].when.pattern`), so a form can point at it.
+//!   (`rules[2].regex`), so a form can point at it.
 //! - [`save`] replaces the file atomically: a temporary file in the same
 //!   directory with the old file's mode, synced, then renamed over it.
 
@@ -67,17 +67,39 @@ pub struct PolicyDoc {
     pub rules: Vec<RuleDoc>,
 }
 
-/// One `[[policy.rules]]` entry.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+/// One `[[policy.rules]]` entry, with the file's keys (see docs/policy.md,
+/// Config): a tool glob, optionally `arg` with one of `glob`, `path` or
+/// `regex` (and `negate`), and one of `risk` or `verdict`. The same shape
+/// as the file, so a person's knowledge of one carries to the other and
+/// the config loader's checks (and key paths) apply unchanged.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub struct RuleDoc {
     /// Tool-name glob.
     pub tool: String,
-    /// Argument condition; `null` = every call of the tool.
+    /// JSON pointer (`/command`) or top-level name (`command`).
     #[serde(default)]
-    pub when: Option<ArgMatch>,
-    /// What the rule does when it matches.
-    pub effect: RuleEffect,
+    pub arg: Option<String>,
+    /// Whole-string glob on the argument.
+    #[serde(default)]
+    pub glob: Option<String>,
+    /// Path glob on the normalised argument (`~` expanded).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Regular expression on the argument (unanchored).
+    #[serde(default)]
+    pub regex: Option<String>,
+    /// The rule applies when the argument does *not* match.
+    #[serde(default)]
+    pub negate: bool,
+    /// The call's risk when this matches.
+    #[serde(default)]
+    #[ts(type = "\"low\" | \"medium\" | \"high\" | \"critical\" | null")]
+    pub risk: Option<Risk>,
+    /// Decide outright when this matches.
+    #[serde(default)]
+    #[ts(type = "\"allow\" | \"deny\" | \"ask\" | null")]
+    pub verdict: Option<Verdict>,
     /// Approval timeout when this rule makes the call ask.
     #[serde(default)]
     #[ts(type = "number | null")]
@@ -87,57 +109,27 @@ pub struct RuleDoc {
     pub reason: Option<String>,
 }
 
-/// A rule's argument condition.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
-#[serde(deny_unknown_fields, rename_all = "snake_case")]
-pub struct ArgMatch {
-    /// JSON pointer (`/command`) or top-level name (`command`).
-    pub arg: String,
-    /// How `pattern` matches.
-    pub kind: MatchKind,
-    /// The pattern.
-    pub pattern: String,
-    /// The rule applies when the argument does *not* match.
-    #[serde(default)]
-    pub negate: bool,
-}
-
-/// How an argument pattern matches (see docs/policy.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
-#[serde(rename_all = "snake_case")]
-pub enum MatchKind {
-    /// Whole-string glob; `*` crosses `/`.
-    Glob,
-    /// Path glob on the normalised path.
-    Path,
-    /// Unanchored regular expression.
-    Regex,
-}
-
-impl MatchKind {
-    fn key(self) -> &'static str {
-        match self {
-            Self::Glob => "glob",
-            Self::Path => "path",
-            Self::Regex => "regex",
+impl From<&RawRule> for RuleDoc {
+    fn from(r: &RawRule) -> Self {
+        Self {
+            tool: r.tool.clone(),
+            arg: r.arg.clone(),
+            glob: r.glob.clone(),
+            path: r.path.clone(),
+            regex: r.regex.clone(),
+            negate: r.negate,
+            risk: r.risk,
+            verdict: r.verdict,
+            timeout_s: r.timeout_s,
+            reason: r.reason.clone(),
         }
     }
-}
-
-/// What a matching rule does: set the call's risk, or decide outright.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
-#[serde(rename_all = "snake_case")]
-pub enum RuleEffect {
-    /// `{"risk": "high"}`.
-    Risk(#[ts(type = "\"low\" | \"medium\" | \"high\" | \"critical\"")] Risk),
-    /// `{"verdict": "deny"}`.
-    Verdict(#[ts(type = "\"allow\" | \"deny\" | \"ask\"")] Verdict),
 }
 
 /// One problem, with the doc field it is about.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct FieldError {
-    /// The field (`allowed_tools[1]`, `rules[2].when.pattern`); `None` when
+    /// The field (`allowed_tools[1]`, `rules[2].regex`); `None` when
     /// the problem is with the file as a whole.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
@@ -200,31 +192,12 @@ pub struct Context<'a> {
 /// The editable part of the config text.
 ///
 /// # Errors
-/// The text does not parse, or a rule in it is not one a doc can hold
-/// (the running engine would not have accepted such a file either).
+/// The text does not parse.
 pub fn read(text: &str, path: &Path) -> Result<PolicyDoc, ConfigError> {
     let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
         path: path.to_owned(),
         message: e.to_string().trim_end().to_owned(),
     })?;
-    let mut problems = Vec::new();
-    let rules = raw
-        .policy
-        .rules
-        .iter()
-        .enumerate()
-        .filter_map(|(i, r)| {
-            rule_doc(r)
-                .map_err(|m| problems.push(format!("policy.rules[{i}]: {m}")))
-                .ok()
-        })
-        .collect();
-    if !problems.is_empty() {
-        return Err(ConfigError::Invalid {
-            path: path.to_owned(),
-            problems,
-        });
-    }
     Ok(PolicyDoc {
         version: 0,
         allowed_tools: raw.allowed_tools,
@@ -232,40 +205,7 @@ pub fn read(text: &str, path: &Path) -> Result<PolicyDoc, ConfigError> {
         preset: raw.policy.preset.unwrap_or_default(),
         ask_at: raw.policy.ask_at,
         approval_timeout_s: raw.policy.approval_timeout_s,
-        rules,
-    })
-}
-
-fn rule_doc(r: &RawRule) -> Result<RuleDoc, &'static str> {
-    let effect = match (r.risk, r.verdict) {
-        (Some(risk), None) => RuleEffect::Risk(risk),
-        (None, Some(v)) => RuleEffect::Verdict(v),
-        _ => return Err("set exactly one of `risk` or `verdict`"),
-    };
-    let patterns = [
-        (MatchKind::Glob, &r.glob),
-        (MatchKind::Path, &r.path),
-        (MatchKind::Regex, &r.regex),
-    ];
-    let mut set = patterns
-        .into_iter()
-        .filter_map(|(k, p)| p.as_ref().map(|p| (k, p)));
-    let when = match (&r.arg, set.next(), set.next()) {
-        (None, None, _) if !r.negate => None,
-        (Some(arg), Some((kind, pattern)), None) => Some(ArgMatch {
-            arg: arg.clone(),
-            kind,
-            pattern: pattern.clone(),
-            negate: r.negate,
-        }),
-        _ => return Err("with `arg`, set exactly one of `glob`, `path` or `regex`"),
-    };
-    Ok(RuleDoc {
-        tool: r.tool.clone(),
-        when,
-        effect,
-        timeout_s: r.timeout_s,
-        reason: r.reason.clone(),
+        rules: raw.policy.rules.iter().map(RuleDoc::from).collect(),
     })
 }
 
@@ -464,37 +404,27 @@ fn write_rules(policy: &mut dyn TableLike, rules: &[RuleDoc]) {
     }
 }
 
-/// Writes one rule into its table, in `RawRule`'s keys.
+/// Writes one rule into its table, key by key.
 fn fill(t: &mut dyn TableLike, r: &RuleDoc) {
     set(t, "tool", r.tool.as_str().into());
-    let kinds = [MatchKind::Glob, MatchKind::Path, MatchKind::Regex];
-    match &r.when {
-        Some(m) => {
-            set(t, "arg", m.arg.as_str().into());
-            for k in kinds.into_iter().filter(|k| *k != m.kind) {
-                t.remove(k.key());
-            }
-            set(t, m.kind.key(), m.pattern.as_str().into());
-            if m.negate || t.contains_key("negate") {
-                set(t, "negate", m.negate.into());
-            }
-        }
-        None => {
-            for key in ["arg", "glob", "path", "regex", "negate"] {
-                t.remove(key);
-            }
-        }
+    let str_keys = [
+        ("arg", &r.arg),
+        ("glob", &r.glob),
+        ("path", &r.path),
+        ("regex", &r.regex),
+    ];
+    for (key, v) in str_keys {
+        set_opt(t, key, v.as_deref().map(Value::from));
     }
-    match r.effect {
-        RuleEffect::Risk(risk) => {
-            t.remove("verdict");
-            set(t, "risk", crate::approval::risk_str(risk).into());
-        }
-        RuleEffect::Verdict(v) => {
-            t.remove("risk");
-            set(t, "verdict", v.as_str().into());
-        }
+    if r.negate || t.contains_key("negate") {
+        set(t, "negate", r.negate.into());
     }
+    set_opt(
+        t,
+        "risk",
+        r.risk.map(|v| crate::approval::risk_str(v).into()),
+    );
+    set_opt(t, "verdict", r.verdict.map(|v| v.as_str().into()));
     set_opt(t, "timeout_s", r.timeout_s.map(|s| int(s).into()));
     set_opt(t, "reason", r.reason.as_deref().map(Value::from));
 }
@@ -575,23 +505,15 @@ pub fn validate(
 }
 
 /// A config problem (`policy.rules[2].regex: bad re pattern …`) as a
-/// doc field error (`rules[2].when.pattern`).
+/// doc field error (`rules[2].regex`): the doc has the file's keys, so
+/// only the `policy.` table prefix goes.
 fn field_error(problem: &str) -> FieldError {
-    let Some((key, message)) = problem.split_once(": ") else {
-        return FieldError::file(problem);
-    };
-    if key.contains(' ') {
-        return FieldError::file(problem);
-    }
-    let key = key.strip_prefix("policy.").unwrap_or(key);
-    let field = match key.rsplit_once('.') {
-        Some((rule, "glob" | "path" | "regex")) if rule.starts_with("rules[") => {
-            format!("{rule}.when.pattern")
+    match problem.split_once(": ") {
+        Some((key, message)) if !key.contains(' ') => {
+            FieldError::at(key.strip_prefix("policy.").unwrap_or(key), message)
         }
-        Some((rule, "arg")) if rule.starts_with("rules[") => format!("{rule}.when.arg"),
-        _ => key.to_owned(),
-    };
-    FieldError::at(field, message)
+        _ => FieldError::file(problem),
+    }
 }
 
 /// A unified diff of the file, `before` → `after` (empty when equal).

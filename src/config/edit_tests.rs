@@ -76,16 +76,10 @@ fn reading_a_commented_file_gives_its_policy() {
     assert_eq!(doc.preset, Preset::Default);
     assert_eq!(doc.approval_timeout_s, Some(60));
     assert_eq!(doc.rules.len(), 2);
-    assert_eq!(
-        doc.rules[0].when,
-        Some(ArgMatch {
-            arg: "command".into(),
-            kind: MatchKind::Regex,
-            pattern: "^make( [a-z-]+)*$".into(),
-            negate: false,
-        })
-    );
-    assert_eq!(doc.rules[1].effect, RuleEffect::Verdict(Verdict::Deny));
+    assert_eq!(doc.rules[0].arg.as_deref(), Some("command"));
+    assert_eq!(doc.rules[0].regex.as_deref(), Some("^make( [a-z-]+)*$"));
+    assert_eq!(doc.rules[0].risk, Some(Risk::Medium));
+    assert_eq!(doc.rules[1].verdict, Some(Verdict::Deny));
 }
 
 #[test]
@@ -102,18 +96,15 @@ fn an_edit_keeps_comments_and_unrelated_keys() {
     let mut doc = read(COMMENTED, path()).unwrap();
     doc.allowed_tools = Some(vec!["fs_read".into()]);
     doc.preset = Preset::Strict;
-    doc.rules[1].effect = RuleEffect::Verdict(Verdict::Ask);
+    doc.rules[1].verdict = Some(Verdict::Ask);
     doc.rules.push(RuleDoc {
         tool: "http_fetch".into(),
-        when: Some(ArgMatch {
-            arg: "url".into(),
-            kind: MatchKind::Glob,
-            pattern: "https://intranet/*".into(),
-            negate: true,
-        }),
-        effect: RuleEffect::Risk(Risk::High),
+        arg: Some("url".into()),
+        glob: Some("https://intranet/*".into()),
+        negate: true,
+        risk: Some(Risk::High),
         timeout_s: Some(30),
-        reason: None,
+        ..RuleDoc::default()
     });
     let text = render(COMMENTED, &doc).unwrap();
     for kept in [
@@ -231,16 +222,24 @@ fn invalid_edits_are_refused_with_their_field() {
     assert_eq!(fields(&e), ["denied_tools"], "{e:?}");
 
     let e = check(&|d| {
-        if let Some(m) = &mut d.rules[1].when {
-            m.kind = MatchKind::Regex;
-            m.pattern = "(".into();
-        }
+        d.rules[1].glob = None;
+        d.rules[1].regex = Some("(".into());
     });
-    assert_eq!(fields(&e), ["rules[1].when.pattern"], "{e:?}");
+    assert_eq!(fields(&e), ["rules[1].regex"], "{e:?}");
     assert!(e[0].message.contains("bad re pattern `(`"), "{e:?}");
 
     let e = check(&|d| d.rules[0].tool = "shell_[".into());
     assert_eq!(fields(&e), ["rules[0].tool"], "{e:?}");
+
+    let e = check(&|d| d.rules[0].verdict = Some(Verdict::Deny));
+    assert_eq!(fields(&e), ["rules[0]"], "{e:?}");
+    assert!(
+        e[0].message.contains("exactly one of `risk` or `verdict`"),
+        "{e:?}"
+    );
+
+    let e = check(&|d| d.rules[0].glob = Some("make*".into()));
+    assert_eq!(fields(&e), ["rules[0]"], "{e:?}");
 
     let e = check(&|d| d.approval_timeout_s = Some(0));
     assert_eq!(fields(&e), ["approval_timeout_s"], "{e:?}");
