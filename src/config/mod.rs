@@ -211,7 +211,7 @@ impl Config {
 /// whole (on reload too) instead of failing later at engine start.
 fn tool_lists(raw: &RawConfig, problems: &mut Vec<String>) {
     use crate::pipeline::allowlist::{FilterError, ToolFilter};
-    let Err(e) = ToolFilter::new(raw.allowed_tools.clone(), raw.denied_tools.clone()) else {
+    let Err(e) = ToolFilter::check(raw.allowed_tools.clone(), raw.denied_tools.clone()) else {
         return;
     };
     let at = |list: &str, pattern: &str| {

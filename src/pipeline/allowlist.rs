@@ -154,6 +154,19 @@ impl ToolFilter {
         Self::build(allow.map(|a| (Origin::Config, a)), deny)
     }
 
+    /// Checks configured lists as [`ToolFilter::new`] would build them,
+    /// without logging the "no allowlist" warning: config validation
+    /// runs in commands that never build an engine.
+    ///
+    /// # Errors
+    /// As [`ToolFilter::new`].
+    pub fn check(allow: Option<Vec<String>>, deny: Vec<String>) -> Result<(), FilterError> {
+        if let Some(raw) = allow {
+            Self::build(Some((Origin::Config, raw)), Vec::new())?;
+        }
+        Patterns::compile("deny", clean(deny)).map(drop)
+    }
+
     /// A filter from the environment and the config. `env` is the value of
     /// [`ALLOWED_TOOLS_ENV`] if set (comma-separated); it wins over
     /// `config_allow` so one run can be narrowed without editing the config.
@@ -400,6 +413,23 @@ mod tests {
         }
         let e = ToolFilter::new(Some(vec![]), vec![]).unwrap_err();
         assert_eq!(e, FilterError::EmptyAllowlist { origin: "config" });
+    }
+
+    #[test]
+    fn check_refuses_what_new_refuses() {
+        assert_eq!(ToolFilter::check(None, vec![]), Ok(()));
+        assert_eq!(
+            ToolFilter::check(Some(strings(&["fs_*"])), strings(&["x"])),
+            Ok(())
+        );
+        assert_eq!(
+            ToolFilter::check(Some(vec![" ".into()]), vec![]),
+            Err(FilterError::EmptyAllowlist { origin: "config" })
+        );
+        assert!(matches!(
+            ToolFilter::check(None, strings(&["{a"])),
+            Err(FilterError::BadPattern { list: "deny", .. })
+        ));
     }
 
     #[test]
