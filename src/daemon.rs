@@ -12,6 +12,7 @@
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -21,10 +22,13 @@ use crate::audit::{AuditError, AuditLog};
 use crate::config::Config;
 use crate::config::servers::ServerSpec;
 use crate::config::watch::{ConfigWatcher, Overrides, ReloadStatus};
+use crate::console::engine_api::EngineConsole;
+use crate::console::{self, Console, ConsoleAuth, UiSource};
 use crate::discovery::{EngineInfo, HttpInfo, Published};
 use crate::events::EventBus;
 use crate::mcp::http::{HttpEndpoint, new_token};
 use crate::mcp::{McpServer, Role, ServerOptions};
+use crate::policy_edit::{PolicyEditor, SharedOverrides};
 use crate::secrets::{KeyringStore, referenced_names, resolve_spec};
 use crate::setup::{self, Env, SetupError};
 use crate::socket::{AgentSocket, SocketError};
@@ -55,6 +59,12 @@ impl ServeOptions {
     /// `<socket>.http`, a JSON object `{"url", "token"}`.
     pub fn http_file(&self) -> PathBuf {
         crate::paths::beside(&self.socket, ".http")
+    }
+
+    /// The console bearer token for non-browser clients (`0600`):
+    /// `console.token` in the data directory.
+    pub fn console_token_file(&self) -> PathBuf {
+        self.data_dir.join("console.token")
     }
 
     /// The XDG defaults: `toolgate/agent.sock` in the runtime dir (see
@@ -114,6 +124,8 @@ pub enum DaemonError {
     },
 }
 
+pub use crate::discovery::ConsoleLocation;
+
 /// A started daemon: call [`Daemon::run`] to serve until shutdown.
 #[derive(Debug)]
 pub struct Daemon {
@@ -123,9 +135,14 @@ pub struct Daemon {
     socket: AgentSocket,
     control: AgentSocket,
     http: Option<(HttpEndpoint, String, PathBuf)>,
+    console: Option<ConsoleAuth>,
+    console_token: PathBuf,
+    ui: UiSource,
     /// Declared before `audit`: the file goes before the data dir is let go.
     published: Published,
     audit: AuditLog,
+    env: Env,
+    editor: PolicyEditor,
 }
 
 impl Daemon {
@@ -158,8 +175,10 @@ impl Daemon {
         let events = EventBus::new();
         let approvals = Approvals::open(&audit, events.clone(), ApprovalOptions::default()).await?;
         let servers = config.servers.clone();
+        let config_path = config.path.clone();
         let a2 = audit.clone();
-        let engine = setup::engine_with(config, &Env::from_process(), |b| {
+        let env = Env::from_process();
+        let engine = setup::engine_with(config, &env, |b| {
             b.events(events).audit(a2).approvals(approvals)
         })?;
         follow_events(&engine, &audit);
@@ -172,6 +191,31 @@ impl Daemon {
             Some(port) => Some(start_http(port, &opts.http_file()).await?),
             None => None,
         };
+        let console_token = opts.console_token_file();
+        let console = match &http {
+            Some((endpoint, _, _)) => {
+                let auth = ConsoleAuth::new(format!("http://{}", endpoint.addr()));
+                write_secret(&console_token, auth.bearer()).map_err(|source| {
+                    DaemonError::Http {
+                        path: console_token.clone(),
+                        source,
+                    }
+                })?;
+                Some(auth)
+            }
+            None => None,
+        };
+        let editor = PolicyEditor::new(
+            engine.clone(),
+            config_path,
+            env.allowed_tools.clone(),
+            Arc::new(|_: &mut Config| {}),
+            None,
+        );
+        let mut server = McpServer::new(engine, limits).with_upstreams(upstreams.clone());
+        if let Some(auth) = &console {
+            server = server.with_console(auth.clone());
+        }
         // Last: the file says the engine answers, so it is written once
         // every socket listens.
         let published = Published::new(&EngineInfo {
@@ -186,17 +230,25 @@ impl Daemon {
                 url: format!("http://{}/mcp", e.addr()),
                 token_file: file.clone(),
             }),
-            console: None,
+            console: console.as_ref().map(|auth| ConsoleLocation {
+                url: auth.origin().to_owned(),
+                token_file: console_token.clone(),
+            }),
         })?;
         Ok(Self {
-            server: McpServer::new(engine, limits).with_upstreams(upstreams.clone()),
+            server,
             upstreams,
             watcher: None,
             socket,
             control,
             http,
+            console,
+            console_token,
+            ui: UiSource::Embedded,
             published,
             audit,
+            env,
+            editor,
         })
     }
 
@@ -211,10 +263,11 @@ impl Daemon {
     }
 
     /// Watches `path` and applies every valid edit: upstream servers are
-    /// added, removed or restarted, and the policy is swapped (pending
-    /// approvals are re-checked under the new version). Pipeline limits
-    /// and the allowlist apply from the next start. `overrides` re-applies
-    /// command-line settings to each reloaded config.
+    /// added, removed or restarted, the policy is swapped (pending
+    /// approvals are re-checked under the new version), and the allow/deny
+    /// lists are swapped (agents are sent `tools/list_changed` when they
+    /// changed). Pipeline limits apply from the next start. `overrides`
+    /// re-applies command-line settings to each reloaded config.
     ///
     /// # Errors
     /// The watcher could not start.
@@ -224,15 +277,34 @@ impl Daemon {
         initial: Config,
         overrides: Overrides,
     ) -> Result<(), DaemonError> {
-        let watcher = ConfigWatcher::start(path, initial, overrides)
+        let overrides: SharedOverrides = Arc::from(overrides);
+        let o2 = overrides.clone();
+        let watcher = ConfigWatcher::start(path, initial, Box::new(move |c| o2(c)))
             .map_err(|e| DaemonError::Watch(e.to_string()))?;
+        self.editor = PolicyEditor::new(
+            self.server.engine().clone(),
+            Some(path.to_owned()),
+            self.env.allowed_tools.clone(),
+            overrides,
+            Some(watcher.writer()),
+        );
         let mut configs = watcher.config();
         let mut status = watcher.status();
         let (engine, upstreams) = (self.server.engine().clone(), self.upstreams.clone());
+        let env = self.env.clone();
         tokio::spawn(async move {
             while configs.changed().await.is_ok() {
                 let config = configs.borrow_and_update().clone();
                 engine.policy().swap(config.policy.clone());
+                // `Config` validated the lists already; only the
+                // environment's allowlist could still be empty here, and it
+                // was checked at start.
+                match setup::tool_filter(&config, &env) {
+                    Ok(filter) => {
+                        engine.set_filter(filter);
+                    }
+                    Err(e) => tracing::error!("allow/deny lists not reloaded: {e}"),
+                }
                 upstreams
                     .apply(resolve_secrets(config.servers.clone()).await)
                     .await;
@@ -252,6 +324,45 @@ impl Daemon {
         Ok(())
     }
 
+    /// The policy editor (the console's Policy view): saves to the watched
+    /// config file, or to the config's own path before
+    /// [`Daemon::watch_config`].
+    pub fn policy_editor(&self) -> &PolicyEditor {
+        &self.editor
+    }
+
+    /// Counts the config watcher's looks at the file (see
+    /// [`ConfigWatcher::checks`]); `None` when not watching.
+    pub fn config_checks(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        self.watcher.as_ref().map(ConfigWatcher::checks)
+    }
+
+    /// A fresh one-time console login URL, if the HTTP endpoint is on.
+    pub fn console_login_url(&self) -> Option<String> {
+        self.console.as_ref().map(ConsoleAuth::login_url)
+    }
+
+    /// The console's secrets, if the HTTP endpoint is on (the bearer token
+    /// is also in [`ServeOptions::console_token_file`]).
+    pub fn console_auth(&self) -> Option<&ConsoleAuth> {
+        self.console.as_ref()
+    }
+
+    /// Where the console is, for the discovery file's `console` field:
+    /// its origin and the file holding its bearer token (never the token).
+    pub fn console_location(&self) -> Option<ConsoleLocation> {
+        self.console.as_ref().map(|auth| ConsoleLocation {
+            url: auth.origin().to_owned(),
+            token_file: self.console_token.clone(),
+        })
+    }
+
+    /// Serves the console UI from `dir` instead of the embedded bundle
+    /// (`toolgate serve --ui-dir`, for UI development).
+    pub fn set_ui_dir(&mut self, dir: PathBuf) {
+        self.ui = UiSource::Dir(dir);
+    }
+
     /// The HTTP endpoint's URL and token, if it is on.
     pub fn http(&self) -> Option<(String, &str)> {
         self.http
@@ -269,10 +380,25 @@ impl Daemon {
         let control = self.server.clone().with_role(Role::Control);
         let http = async {
             if let Some((endpoint, token, file)) = self.http {
+                let console = match self.console {
+                    Some(auth) => console::router(Console {
+                        api: EngineConsole::new(
+                            self.server.engine().clone(),
+                            Some(self.upstreams.clone()),
+                        ),
+                        auth,
+                        editor: self.editor.clone(),
+                        ui: self.ui.clone(),
+                        port: endpoint.addr().port(),
+                        agent_token: token.as_str().into(),
+                    }),
+                    None => axum::Router::new(),
+                };
                 endpoint
-                    .serve(self.server.clone(), token, shutdown.clone())
+                    .serve_with(self.server.clone(), token, console, shutdown.clone())
                     .await;
                 let _ = std::fs::remove_file(file);
+                let _ = std::fs::remove_file(&self.console_token);
             }
         };
         tokio::join!(
@@ -327,6 +453,19 @@ async fn resolve_secrets(servers: Vec<ServerSpec>) -> Vec<ServerSpec> {
     })
     .await;
     resolved.unwrap_or_default()
+}
+
+/// Writes `secret` to `path`, readable by the owner only.
+fn write_secret(path: &std::path::Path, secret: &str) -> std::io::Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    // An older file may have been created with wider bits.
+    f.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+    f.write_all(secret.as_bytes())
 }
 
 /// Binds the HTTP endpoint and writes its URL and token to `file` (0600).

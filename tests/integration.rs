@@ -4,10 +4,12 @@
 mod approval;
 mod bridge;
 mod common;
+mod console;
 mod discovery;
 mod http;
 mod path_escape;
 mod pipeline;
+mod policy_edit;
 mod socket;
 mod ssrf;
 mod upstream_remote;

@@ -18,6 +18,7 @@ pub(crate) async fn serve(
     cli: &Cli,
     http_port: Option<u16>,
     detach: bool,
+    ui_dir: Option<PathBuf>,
 ) -> anyhow::Result<ExitCode> {
     if detach {
         toolgate::spawn::detach().context("cannot start a session of our own")?;
@@ -41,6 +42,14 @@ pub(crate) async fn serve(
         }
         started => started?,
     };
+    if let Some(dir) = ui_dir {
+        anyhow::ensure!(
+            dir.join("index.html").is_file(),
+            "--ui-dir {}: no index.html there; build the UI first (npm --prefix ui run build)",
+            dir.display()
+        );
+        daemon.set_ui_dir(dir);
+    }
     if let Some(path) = cli
         .config
         .clone()
@@ -70,6 +79,10 @@ pub(crate) async fn serve(
             "MCP over HTTP: {url} (bearer token in {})",
             opts.http_file().display()
         );
+    }
+    if let Some(url) = daemon.console_login_url() {
+        // One-time, ten minutes: `toolgate console` mints a fresh one.
+        let _ = writeln!(out, "console: {url}");
     }
     let _ = out.flush();
     drop(out);
