@@ -5,6 +5,7 @@ mod approval;
 mod bridge;
 mod common;
 mod http;
+mod lifecycle;
 mod path_escape;
 mod pipeline;
 mod socket;
