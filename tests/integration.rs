@@ -8,6 +8,7 @@ mod http;
 mod lifecycle;
 mod path_escape;
 mod pipeline;
+mod shutdown;
 mod socket;
 mod ssrf;
 mod upstream_remote;

@@ -52,6 +52,9 @@ struct Http {
     sessions: Arc<Mutex<HashMap<String, Arc<Conn>>>>,
     /// The tasks running calls, which may outlive their handler.
     calls: TaskTracker,
+    /// Fired at shutdown: ends the SSE streams, which would otherwise
+    /// hold the graceful shutdown open until the deadline.
+    shutdown: CancellationToken,
 }
 
 /// A bound HTTP endpoint.
@@ -89,6 +92,7 @@ impl HttpEndpoint {
             port: self.addr.port(),
             sessions: Arc::default(),
             calls: TaskTracker::new(),
+            shutdown: shutdown.clone(),
         };
         let app = Router::new()
             .route("/mcp", post(post_mcp).get(get_mcp).delete(delete_mcp))
@@ -294,6 +298,7 @@ async fn get_mcp(State(s): State<Http>, headers: HeaderMap) -> Response {
         let version = *rx.borrow_and_update();
         Some((version, rx))
     })
+    .take_until(s.shutdown.clone().cancelled_owned())
     .filter(move |_| std::future::ready(conn.is_initialized()))
     .map(|_| {
         let line = jsonrpc::notification_line("notifications/tools/list_changed");

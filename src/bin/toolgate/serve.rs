@@ -56,7 +56,11 @@ pub(crate) async fn serve(cli: &Cli, http_port: Option<u16>) -> anyhow::Result<E
     let s2 = shutdown.clone();
     tokio::spawn(async move {
         signals.wait().await;
-        tracing::info!("shutting down: finishing in-flight calls");
+        tracing::info!(
+            "shutting down within {}s: pending approvals are cancelled, calls in flight get {}s",
+            toolgate::daemon::SHUTDOWN_BOUND.as_secs(),
+            toolgate::daemon::SHUTDOWN_GRACE.as_secs()
+        );
         s2.cancel();
     });
     daemon.run(shutdown).await;
