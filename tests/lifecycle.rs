@@ -413,6 +413,79 @@ async fn deleting_an_http_session_cancels_its_calls() {
     d.stop().await;
 }
 
+const TOOLGATE: &str = env!("CARGO_BIN_EXE_toolgate");
+
+/// Whether process `pid` is gone, waiting at most `within`.
+async fn exits_within(pid: i32, within: Duration) -> bool {
+    let deadline = tokio::time::Instant::now() + within;
+    while !is_gone(pid) {
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    true
+}
+
+// Issue 13 item 2 as a user meets it: an MCP client built on the official
+// Python SDK reaches toolgate through `toolgate mcp-bridge` and dies while
+// its call waits for approval. The bridge must go with it, so the daemon
+// sees the hang-up; before, the bridge waited on for a reply nobody would
+// read and the request stayed pending.
+#[tokio::test]
+async fn an_mcp_client_that_dies_behind_the_bridge_takes_its_pending_call_with_it() {
+    let ok = std::process::Command::new("python3")
+        .args(["-c", "import mcp"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "the Python `mcp` SDK is missing: run scripts/setup-test-deps first"
+    );
+    let d = TestDaemon::start("").await;
+    let mut events = d.engine.subscribe();
+    let marker = d.root().join("ran-after-the-client-died");
+    let mut client = tokio::process::Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/risky_client.py"
+        ))
+        .arg(TOOLGATE)
+        .arg(&d.socket)
+        .arg(format!("touch {}", marker.display()))
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let (id, call_id, bridge) = until(&mut events, SOON, "approval request", |e| match e {
+        Event::ApprovalRequested {
+            id,
+            call_id,
+            caller,
+            ..
+        } => Some((*id, *call_id, caller.clone())),
+        _ => None,
+    })
+    .await;
+    // The caller is the bridge process: "socket python-mcp 1.x pid N".
+    let bridge: i32 = bridge
+        .rsplit_once("pid ")
+        .and_then(|(_, p)| p.parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {bridge}"));
+    client.kill().await.unwrap();
+    assert_eq!(
+        closed_and_finished(&mut events, id, call_id).await,
+        cancelled(CancelReason::ClientDisconnected)
+    );
+    approve_fails_as_cancelled(&d, id).await;
+    assert!(
+        exits_within(bridge, SOON).await,
+        "the bridge outlived its client"
+    );
+    let dir = d.stop().await;
+    assert!(!marker.exists(), "the tool never ran");
+    assert_cancelled_row(&rows_of(&dir, call_id).await, "the client disconnected");
+}
+
 // A half-closed client (what `toolgate mcp-bridge` does when its stdin
 // ends) still wants its replies: its call runs to the end and is answered.
 #[tokio::test]

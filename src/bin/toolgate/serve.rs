@@ -1,6 +1,7 @@
 //! `toolgate serve` and `toolgate mcp-bridge`.
 
 use std::io::Write;
+use std::os::fd::AsFd;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -70,7 +71,11 @@ pub(crate) async fn serve(cli: &Cli, http_port: Option<u16>) -> anyhow::Result<E
 pub(crate) async fn bridge(cli: &Cli, spawn: bool) -> anyhow::Result<ExitCode> {
     let socket = serve_options(cli).socket;
     let stream = toolgate::bridge::connect(&socket, spawn).await?;
-    toolgate::bridge::relay(stream, tokio::io::stdin(), tokio::io::stdout()).await?;
+    // Relaying ends when the MCP client stops reading (it exited): the
+    // daemon then cancels the calls it left.
+    let gone = toolgate::bridge::reader_gone(std::io::stdout().as_fd())
+        .context("cannot watch stdout for the client leaving")?;
+    toolgate::bridge::relay_until(stream, tokio::io::stdin(), tokio::io::stdout(), gone).await?;
     Ok(ExitCode::SUCCESS)
 }
 
