@@ -94,10 +94,14 @@ impl Cancel {
         }
     }
 
-    /// Fires the token and its descendants. The first reason given sticks:
-    /// a call the client cancelled stays client-cancelled even if the
-    /// server shuts down a moment later.
+    /// Fires the token and its descendants. The first reason sticks, along
+    /// the whole line of ancestors: a call the client cancelled stays
+    /// client-cancelled if the server shuts down a moment later, and a
+    /// connection dropped after shutdown cut its calls reports shutdown.
     pub fn cancel(&self, reason: CancelReason) {
+        if self.token.is_cancelled() {
+            return;
+        }
         // Set before firing: whoever wakes on the token reads it.
         let _ = self.node.reason.set(reason);
         self.token.cancel();
@@ -199,11 +203,18 @@ mod tests {
     }
 
     #[test]
-    fn the_first_reason_sticks() {
+    fn the_first_reason_sticks_along_the_line_of_ancestors() {
         let c = Cancel::new();
         c.cancel(CancelReason::ClientDisconnected);
         c.cancel(CancelReason::Shutdown);
         assert_eq!(c.reason(), Some(CancelReason::ClientDisconnected));
+        let root = Cancel::new();
+        let conn = root.child();
+        let call = conn.child();
+        root.cancel(CancelReason::Shutdown);
+        conn.cancel(CancelReason::ClientDisconnected);
+        assert_eq!(call.reason(), Some(CancelReason::Shutdown));
+        assert!(!conn.cancelled_here(CancelReason::ClientDisconnected));
     }
 
     #[tokio::test]

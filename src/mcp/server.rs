@@ -578,3 +578,7 @@ impl<W: AsyncWrite + Unpin> Out<W> {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "server_tests.rs"]
+mod tests;
