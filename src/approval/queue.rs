@@ -484,10 +484,16 @@ impl Approvals {
         Ok(Decided { request, rule })
     }
 
+    /// Why request `id`, no longer live, cannot be decided: the status it
+    /// is being closed with, else the stored one.
     async fn closed_error(&self, id: i64) -> ApprovalError {
         if let Some(status) = self.inner.closing_status(id) {
             return ApprovalError::AlreadyDecided { id, status };
         }
+        self.stored_error(id).await
+    }
+
+    async fn stored_error(&self, id: i64) -> ApprovalError {
         match store::get_request(&self.inner.pool, id).await {
             Ok(Some(r)) => ApprovalError::AlreadyDecided {
                 id,
@@ -510,7 +516,8 @@ impl Approvals {
         let mut tx = conn.begin().await?;
         if !store::close_request(&mut tx, id, closing).await? {
             drop(tx);
-            return Err(self.closed_error(id).await);
+            // The in-memory mark is this decision's own: ask the row.
+            return Err(self.stored_error(id).await);
         }
         let rule = match rule {
             Some(r) => {
