@@ -1,21 +1,39 @@
-//! `toolgate serve`: the headless daemon. Engine + audit log + agent socket
-//! (and, later, the localhost HTTP endpoint), started in well under a
-//! second and stopped cleanly: on shutdown it stops accepting, lets
-//! in-flight calls finish (each is audited before its reply), flushes the
-//! audit log and removes the socket file.
+//! `toolgate serve`: the headless daemon. Engine + audit log + agent and
+//! control sockets + the localhost HTTP endpoint, started in well under a
+//! second and stopped within [`SHUTDOWN_BOUND`] whatever its clients do.
+//!
+//! Shutdown, step by step (see [`Daemon::run`]):
+//! 1. Stop accepting connections and reading requests. Close the approval
+//!    queue: every pending request is closed as `cancelled`, and its agent
+//!    is told toolgate is shutting down (no person is left to answer).
+//! 2. Calls in flight get [`SHUTDOWN_GRACE`] to finish and be answered.
+//! 3. Then the rest are cancelled (each still ends in its audit row, as
+//!    `cancelled` with reason `shutdown`), and replies get
+//!    [`SHUTDOWN_DRAIN`] to reach clients that still read; writes to
+//!    clients that never read are abandoned then.
+//! 4. Upstream servers get [`UPSTREAM_STOP`] to exit, then are killed.
+//! 5. The approval closings are written, the event follower drains the
+//!    events still queued, the audit log is flushed, and the socket files
+//!    are gone.
 //!
 //! One engine per data dir: it starts only as the writer of the data dir's
 //! audit log, before binding anything, and once it listens it publishes
 //! the data dir's discovery file (`crate::discovery`), removed again when
 //! it stops.
 
+use std::future::Future;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+
+use crate::cancel::CancelReason;
 
 use crate::approval::{ApprovalOptions, Approvals};
 use crate::audit::{AuditError, AuditLog};
@@ -33,6 +51,35 @@ use crate::secrets::{KeyringStore, referenced_names, resolve_spec};
 use crate::setup::{self, Env, SetupError};
 use crate::socket::{AgentSocket, SocketError};
 use crate::upstream::{PinStore, UpstreamOptions, Upstreams};
+
+/// How long calls in flight when shutdown begins may run on. Long enough
+/// for a call that is about to answer (a built-in tool, a quick upstream
+/// call) to be answered rather than cut, short enough that with the steps
+/// after it shutdown stays within [`SHUTDOWN_BOUND`]: a supervisor (systemd
+/// sends SIGKILL after 90 s, a desktop session logging out much sooner)
+/// and a person pressing Ctrl-C both expect seconds, and a call that needs
+/// longer than this is no longer answered to anyone who waits.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+
+/// After the grace: how long the replies of cancelled calls get to reach
+/// clients that still read. A client that never reads holds nothing up
+/// past it.
+pub const SHUTDOWN_DRAIN: Duration = Duration::from_millis(500);
+
+/// How long upstream servers get to exit on their own (in parallel)
+/// before their process groups are killed.
+pub const UPSTREAM_STOP: Duration = Duration::from_secs(1);
+
+/// The documented bound on shutdown, from the signal to the process
+/// exiting: the three steps above plus writing the last rows, which takes
+/// milliseconds.
+pub const SHUTDOWN_BOUND: Duration = Duration::from_secs(5);
+
+const _: () = assert!(
+    SHUTDOWN_GRACE.as_millis() + SHUTDOWN_DRAIN.as_millis() + UPSTREAM_STOP.as_millis()
+        <= SHUTDOWN_BOUND.as_millis() - 500,
+    "the shutdown steps must leave room for the final flush within the bound"
+);
 
 /// Where the daemon puts things.
 #[derive(Debug, Clone)]
@@ -143,6 +190,7 @@ pub struct Daemon {
     audit: AuditLog,
     env: Env,
     editor: PolicyEditor,
+    events: EventFollower,
 }
 
 impl Daemon {
@@ -181,7 +229,7 @@ impl Daemon {
         let engine = setup::engine_with(config, &env, |b| {
             b.events(events).audit(a2).approvals(approvals)
         })?;
-        follow_events(&engine, &audit);
+        let events = follow_events(&engine, &audit);
         let pins = PinStore::open(audit.pool().clone()).await?;
         let upstreams = Upstreams::new(engine.clone(), pins, UpstreamOptions::default());
         upstreams.apply(resolve_secrets(servers).await).await;
@@ -249,6 +297,7 @@ impl Daemon {
             audit,
             env,
             editor,
+            events,
         })
     }
 
@@ -375,9 +424,13 @@ impl Daemon {
         self.server.engine()
     }
 
-    /// Serves until `shutdown` fires, then drains and flushes.
+    /// Serves until `shutdown` fires, then stops within
+    /// [`SHUTDOWN_BOUND`] (the steps are in the module doc): nothing is
+    /// left pending, every call that started has its audit row, and no
+    /// event row is dropped.
     pub async fn run(self, shutdown: CancellationToken) {
-        let control = self.server.clone().with_role(Role::Control);
+        let server = self.server.clone();
+        let control = server.clone().with_role(Role::Control);
         let http = async {
             if let Some((endpoint, token, file)) = self.http {
                 let console = match self.console {
@@ -395,19 +448,30 @@ impl Daemon {
                     None => axum::Router::new(),
                 };
                 endpoint
-                    .serve_with(self.server.clone(), token, console, shutdown.clone())
+                    .serve_with(server.clone(), token, console, shutdown.clone())
                     .await;
                 let _ = std::fs::remove_file(file);
                 let _ = std::fs::remove_file(&self.console_token);
             }
         };
-        tokio::join!(
-            self.socket.serve(self.server.clone(), shutdown.clone()),
-            self.control.serve(control, shutdown.clone()),
-            http
-        );
-        self.upstreams.shutdown().await;
+        let serving = async {
+            tokio::join!(
+                self.socket.serve(server.clone(), shutdown.clone()),
+                self.control.serve(control, shutdown.clone()),
+                http
+            );
+        };
+        let mut serving = std::pin::pin!(serving);
+        tokio::select! {
+            () = serving.as_mut() => {}
+            () = shutdown.cancelled() => wind_down(&server, serving).await,
+        }
+        self.upstreams.shutdown_within(UPSTREAM_STOP).await;
         drop(self.watcher);
+        if let Some(approvals) = server.engine().approvals() {
+            approvals.settle().await;
+        }
+        self.events.finish().await;
         self.audit.flush().await;
     }
 }
@@ -423,6 +487,36 @@ async fn own_audit_log(data_dir: &std::path::Path) -> Result<AuditLog, DaemonErr
         }),
         other => Ok(other?),
     }
+}
+
+/// Shutdown steps 1–3 (module doc), while `serving` (the listeners and
+/// their connections, already told to stop accepting) winds down.
+async fn wind_down(server: &McpServer, mut serving: Pin<&mut impl Future<Output = ()>>) {
+    if let Some(approvals) = server.engine().approvals() {
+        let n = approvals.close(CancelReason::Shutdown);
+        if n > 0 {
+            tracing::info!("closed {n} pending approval request(s) as cancelled");
+        }
+    }
+    if tokio::time::timeout(SHUTDOWN_GRACE, serving.as_mut())
+        .await
+        .is_ok()
+    {
+        return;
+    }
+    tracing::info!(
+        "calls still running {}s after the shutdown began are cancelled",
+        SHUTDOWN_GRACE.as_secs()
+    );
+    server.cancel_calls(CancelReason::Shutdown);
+    if tokio::time::timeout(SHUTDOWN_DRAIN, serving.as_mut())
+        .await
+        .is_ok()
+    {
+        return;
+    }
+    server.cut_writes();
+    serving.await;
 }
 
 /// Resolves `keyring:NAME` references of every server. The keychain is
@@ -492,21 +586,51 @@ async fn start_http(
     Ok((endpoint, token, file.to_owned()))
 }
 
-/// Records the engine events that matter after the fact (breaker
-/// transitions, registry changes, loop-guard levels, approvals) in the
-/// audit log's event table.
-fn follow_events(engine: &crate::Engine, audit: &AuditLog) {
+/// The task that records the engine events that matter after the fact
+/// (breaker transitions, registry changes, loop-guard levels, approvals)
+/// in the audit log's event table.
+#[derive(Debug)]
+struct EventFollower {
+    stop: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+impl EventFollower {
+    /// Records the events already emitted, then ends: shutdown calls it
+    /// after the last event (approval closings, servers stopping) and
+    /// before the final flush, so none is lost.
+    async fn finish(self) {
+        self.stop.cancel();
+        let _ = self.task.await;
+    }
+}
+
+fn follow_events(engine: &crate::Engine, audit: &AuditLog) -> EventFollower {
     let mut rx = engine.events().subscribe_notable();
     let audit = audit.clone();
-    tokio::spawn(async move {
+    let stop = CancellationToken::new();
+    let stopped = stop.clone();
+    let lagged =
+        |n| tracing::warn!("audit fell {n} events behind; they are not in the event table");
+    let task = tokio::spawn(async move {
         loop {
-            match rx.recv().await {
+            tokio::select! {
+                biased;
+                e = rx.recv() => match e {
+                    Ok(e) => audit.record_event(&e),
+                    Err(RecvError::Lagged(n)) => lagged(n),
+                    Err(RecvError::Closed) => return,
+                },
+                () = stopped.cancelled() => break,
+            }
+        }
+        loop {
+            match rx.try_recv() {
                 Ok(e) => audit.record_event(&e),
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                    tracing::warn!("audit fell {n} events behind; they are not in the event table");
-                }
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                Err(TryRecvError::Lagged(n)) => lagged(n),
+                Err(_) => return,
             }
         }
     });
+    EventFollower { stop, task }
 }

@@ -8,6 +8,7 @@ pub mod approval;
 pub mod audit;
 pub mod bridge;
 pub mod builtin;
+pub mod cancel;
 pub mod canonical;
 pub mod client;
 pub mod config;

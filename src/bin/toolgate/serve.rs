@@ -1,6 +1,7 @@
 //! `toolgate serve` and `toolgate mcp-bridge`.
 
 use std::io::Write;
+use std::os::fd::AsFd;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -90,7 +91,11 @@ pub(crate) async fn serve(
     let s2 = shutdown.clone();
     tokio::spawn(async move {
         signals.wait().await;
-        tracing::info!("shutting down: finishing in-flight calls");
+        tracing::info!(
+            "shutting down within {}s: pending approvals are cancelled, calls in flight get {}s",
+            toolgate::daemon::SHUTDOWN_BOUND.as_secs(),
+            toolgate::daemon::SHUTDOWN_GRACE.as_secs()
+        );
         s2.cancel();
     });
     daemon.run(shutdown).await;
@@ -111,7 +116,11 @@ pub(crate) async fn bridge(cli: &Cli, spawn: bool) -> anyhow::Result<ExitCode> {
         None
     };
     let stream = toolgate::bridge::connect(&target, plan.as_ref()).await?;
-    toolgate::bridge::relay(stream, tokio::io::stdin(), tokio::io::stdout()).await?;
+    // Relaying ends when the MCP client stops reading (it exited): the
+    // daemon then cancels the calls it left.
+    let gone = toolgate::bridge::reader_gone(std::io::stdout().as_fd())
+        .context("cannot watch stdout for the client leaving")?;
+    toolgate::bridge::relay_until(stream, tokio::io::stdin(), tokio::io::stdout(), gone).await?;
     Ok(ExitCode::SUCCESS)
 }
 
