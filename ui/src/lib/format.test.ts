@@ -112,7 +112,8 @@ describe('states always have a word and an icon', () => {
 
 describe('words about people and causes', () => {
   it('names the caller', () => {
-    expect(callerText(CLAUDE)).toBe('claude-desktop · claude-desktop · pid 48213');
+    expect(callerText(CLAUDE)).toBe('claude-desktop · pid 48213');
+    expect(callerText({ ...CLAUDE, exe: '/usr/bin/python3' })).toBe('claude-desktop · python3 · pid 48213');
     expect(callerText({ via: 'cli', pid: null, uid: null, exe: null, client_name: null, agent_id: null })).toBe('cli');
   });
 

@@ -255,7 +255,8 @@ export function callerText(c: CallerInfo): string {
   const parts: string[] = [];
   if (c.client_name) parts.push(c.client_name);
   if (c.agent_id) parts.push(`agent ${c.agent_id}`);
-  if (c.exe) parts.push(c.exe.split('/').pop() ?? c.exe);
+  const exe = c.exe ? (c.exe.split('/').pop() ?? c.exe) : null;
+  if (exe && exe !== c.client_name) parts.push(exe);
   if (!parts.length) parts.push(c.via);
   if (c.pid !== null) parts.push(`pid ${c.pid}`);
   return parts.join(' · ');
@@ -310,6 +311,21 @@ export function endedCause(
       if (by === 'startup') return 'Closed — toolgate restarted while it waited';
       if (by === 'shutdown') return 'Closed — toolgate shut down while it waited';
       return `Cancelled${reason ? ` — ${reason}` : ''}`;
+  }
+}
+
+/** How a request ended, short enough for a list row. */
+export function endedShort(status: ApprovalStatus, by: string | null | undefined, mine: boolean): string {
+  switch (status) {
+    case 'pending':
+      return 'Waiting';
+    case 'approved':
+    case 'denied':
+      return mine ? 'By you' : deciderWords(by).replace(/^./, (c) => c.toUpperCase());
+    case 'timed_out':
+      return 'Nobody answered in time';
+    case 'expired':
+      return by === 'caller' ? 'The agent left' : by === 'startup' ? 'toolgate restarted' : by === 'shutdown' ? 'toolgate shut down' : 'Closed';
   }
 }
 

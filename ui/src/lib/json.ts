@@ -2,6 +2,8 @@
  * JSON as coloured tokens for display (no HTML strings: the view renders
  * spans, so nothing from a tool's output is ever parsed as markup).
  */
+import type { Content } from './api/types';
+
 export type TokenKind = 'key' | 'str' | 'num' | 'bool' | 'null' | 'punct' | 'redacted' | 'ws';
 
 export interface Token {
@@ -38,6 +40,24 @@ export function jsonTokens(v: unknown, indent = 2): Token[] {
   }
   if (last < text.length) out.push({ text: text.slice(last), kind: 'punct' });
   return out;
+}
+
+/** The text of output parts (for the raw / as-seen diff). */
+export function partsText(parts: readonly Content[]): string {
+  return parts
+    .map((p) => {
+      switch (p.type) {
+        case 'text':
+          return p.text;
+        case 'json':
+          return pretty(p.value);
+        case 'resource':
+          return `[resource ${p.uri}]\n${p.text ?? ''}`;
+        default:
+          return `[${p.type} ${p.mime_type}]`;
+      }
+    })
+    .join('\n');
 }
 
 export function pretty(v: unknown): string {

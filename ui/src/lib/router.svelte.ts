@@ -3,6 +3,7 @@
  * nothing from the server (it serves index.html at `/`), survive reloads and
  * make the header counters plain links to a filtered view.
  */
+import { untrack } from 'svelte';
 import type { ViewId } from './keymap';
 
 export const VIEWS: readonly ViewId[] = ['approvals', 'live', 'breakers', 'tools', 'policy', 'servers', 'audit', 'settings'];
@@ -42,14 +43,18 @@ class Router {
   go(view: ViewId, params: Record<string, string | undefined> = {}): void {
     const next = href(view, params);
     if (location.hash !== next) location.hash = next;
-    else this.route = parseHash(next, view);
+    else untrack(() => (this.route = parseHash(next, view)));
   }
 
   /** Changes the query of the current view without a history entry per keystroke. */
   setParams(params: Record<string, string | undefined>): void {
-    const next = href(this.route.view, params);
-    history.replaceState(null, '', next);
-    this.route = parseHash(next, this.route.view);
+    // Called from views' effects: must not make them depend on the route.
+    untrack(() => {
+      const next = href(this.route.view, params);
+      if (location.hash === next) return;
+      history.replaceState(null, '', next);
+      this.route = parseHash(next, this.route.view);
+    });
   }
 }
 

@@ -258,6 +258,12 @@ export class ConsoleStore implements StreamSink {
     for (const env of batch) for (const fn of this.listeners) fn(env);
   }
 
+  /** Rows in the live ring, read reactively (the ring itself is not a proxy). */
+  get liveSize(): number {
+    void this.liveVersion;
+    return this.live.length;
+  }
+
   /** Envelopes waiting for the next frame (tests, diagnostics). */
   get queued(): number {
     return this.queue.length;
