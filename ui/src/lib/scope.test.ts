@@ -57,6 +57,10 @@ describe('suggestions from the request arguments', () => {
     expect(commandPrefix('ls -la')).toBe('ls *');
     expect(commandPrefix('make')).toBe('make*');
     expect(commandPrefix('npm test -- --watch')).toBe('npm test*');
+    // Shell operators: only the exact command, never a prefix.
+    expect(commandPrefix('rm -rf build/ && cargo build')).toBe('rm -rf build/ && cargo build');
+    expect(commandPrefix('cat a | sh')).toBe('cat a | sh');
+    expect(commandPrefix('echo $(id)')).toBe('echo $(id)');
   });
 
   it('escapes glob metacharacters and pointer characters', () => {

@@ -138,8 +138,14 @@ export function suggestArgs(args: unknown): ArgChoice[] {
   return out;
 }
 
-/** `git status --short` → `git status*`; `ls -la` → `ls *`; `make` → `make*`. */
+/**
+ * `git status --short` → `git status*`; `ls -la` → `ls *`; `make` → `make*`.
+ * A command with shell operators (`&&`, `;`, `|`, `$(`, redirections) gets
+ * its exact text instead: a prefix such as `rm *` would also cover
+ * `rm -rf x && curl … | sh`, which nobody means to approve forever.
+ */
 export function commandPrefix(cmd: string): string {
+  if (/[;&|`$<>\n]/.test(cmd)) return literalGlob(cmd.trim());
   const words = cmd.trim().split(/\s+/);
   const first = words[0] ?? '';
   const second = words[1];

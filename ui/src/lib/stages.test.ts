@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { barScale, segments, stageTimes } from './stages';
+import { barScale, barSegments, segments, stageTimes } from './stages';
 import { jsonTokens } from './json';
 
 describe('stage times', () => {
@@ -27,6 +27,19 @@ describe('stage times', () => {
       { kind: 'tool', us: 200 },
     ]);
     expect(segments([])).toEqual([]);
+  });
+
+  it('folds tiny waits and retries into the checks for small bars', () => {
+    expect(barSegments(stages)).toEqual([
+      { kind: 'gate', us: 50 },
+      { kind: 'tool', us: 200 },
+    ]);
+    const waited: [import('./api/types').StageName, number][] = [
+      ['execute', 1_000],
+      ['policy', 9_000_000],
+      ['allowlist', 9_000_010],
+    ];
+    expect(barSegments(waited).map((s) => s.kind)).toEqual(['gate', 'wait', 'tool']);
   });
 
   it('scales bars on a log scale', () => {

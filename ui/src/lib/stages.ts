@@ -44,6 +44,30 @@ export function segments(stages: readonly [StageName, number][]): Segment[] {
   return (['gate', 'wait', 'retry', 'tool'] as SegmentKind[]).map((kind) => ({ kind, us: sum[kind] })).filter((s) => s.us > 0);
 }
 
+/**
+ * Segments for a small bar: waiting and retries below a real share of the
+ * call (1 ms or 5 %) fold into toolgate's checks, so microsecond slivers do
+ * not paint warning colours on an ordinary call.
+ */
+export function barSegments(stages: readonly [StageName, number][]): Segment[] {
+  const segs = segments(stages);
+  const total = segs.reduce((a, s) => a + s.us, 0);
+  const floor = Math.max(1_000, total * 0.05);
+  let folded = 0;
+  const kept = segs.filter((s) => {
+    if ((s.kind === 'wait' || s.kind === 'retry') && s.us < floor) {
+      folded += s.us;
+      return false;
+    }
+    return true;
+  });
+  if (!folded) return kept;
+  const gate = kept.find((s) => s.kind === 'gate');
+  if (gate) gate.us += folded;
+  else kept.unshift({ kind: 'gate', us: folded });
+  return kept;
+}
+
 /** A bar length for a total time, 0–1 on a log scale from 10 µs to 60 s. */
 export function barScale(us: number): number {
   if (us <= 10) return 0.04;

@@ -129,7 +129,7 @@ export async function request<T>(method: Method, path: string, body?: unknown): 
   try {
     res = await transport.request(method, path, body);
   } catch {
-    throw new ApiError('network', 0, 'The toolgate engine is not reachable. Is `toolgate serve` running?');
+    throw new ApiError('network', 0, 'Nothing answers at this address. Is `toolgate serve` running?');
   }
   if (!res.ok) throw await errorFrom(res);
   if (res.status === 204) return undefined as T;
