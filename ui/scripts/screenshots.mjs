@@ -35,6 +35,7 @@ const shots = [
   { name: 'approvals-always', url: '/?demo=static#/approvals', act: async (p) => { await p.waitForTimeout(600); await p.keyboard.press('s'); await p.waitForTimeout(700); } },
   { name: 'approvals-ended', url: '/?demo=static#/approvals?id=40' },
   { name: 'approvals-empty', url: '/?demo=empty#/approvals' },
+  { name: 'approvals-reduced-motion', url: '/?demo=static#/approvals', before: async (p) => p.emulateMedia({ reducedMotion: 'reduce' }) },
   { name: 'live', url: '/?demo=static#/live' },
   { name: 'live-detail', url: '/?demo=static#/live', act: async (p) => { await p.locator('.trow').nth(-3).click(); await p.waitForTimeout(700); } },
   { name: 'live-seen', url: '/?demo=static#/live', act: async (p) => { await p.locator('.trow').nth(-5).click(); await p.waitForTimeout(600); await p.keyboard.press('r'); } },
@@ -71,6 +72,7 @@ try {
         if (m.type() === 'error' || m.type() === 'warning') problems.push(`${s.name}/${scheme}: ${m.type()}: ${m.text()}`);
       });
       page.on('pageerror', (e) => problems.push(`${s.name}/${scheme}: pageerror: ${e.message}`));
+      if (s.before) await s.before(page);
       await page.goto(BASE + s.url);
       await page.waitForTimeout(s.wait ?? 900);
       if (s.act) await s.act(page);
