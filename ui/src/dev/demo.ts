@@ -296,6 +296,20 @@ export function install(): Demo {
     });
   };
 
+  const burst = () => {
+    // 10,000 calls at about 2,000 a second (scripts/burst.mjs measures the page meanwhile).
+    let sent = 0;
+    const t = setInterval(() => {
+      for (let i = 0; i < 20 && sent < 10_000; i++, sent++) {
+        const c = fx.callAt(100_000 + sent, Date.now(), r);
+        emit({ type: 'call_received', call_id: c.call_id, tool: c.tool, caller: c.caller, session: c.session });
+        emit({ type: 'call_finished', call_id: c.call_id, tool: c.tool, elapsed: c.elapsed_us, outcome: { status: 'ok', is_error: false, size: c.output_size } });
+      }
+      if (sent >= 10_000) clearInterval(t);
+    }, 10);
+  };
+
+
   if (mode === 'live' || mode === 'reloaded') {
     setInterval(tick, 350);
     setInterval(newApproval, 45_000);
@@ -307,6 +321,8 @@ export function install(): Demo {
       sources.push(s);
       setTimeout(() => {
         s.onopen?.({});
+        // The pretend engine keeps no replay ring: start the burst once someone listens.
+        if (mode === 'burst' && sources.length === 1) burst();
         if (mode === 'reloaded' && sources.length === 1) s.emit('reload', { seq });
       }, 50);
       return s;
