@@ -264,6 +264,13 @@ export class ConsoleStore implements StreamSink {
     return this.live.length;
   }
 
+  /** A copy of the live row of a call, read reactively; null once it left the ring. */
+  liveRow(callId: number): LiveRow | null {
+    void this.liveVersion;
+    const r = this.liveIndex.get(callId);
+    return r ? { ...r } : null;
+  }
+
   /** Envelopes waiting for the next frame (tests, diagnostics). */
   get queued(): number {
     return this.queue.length;

@@ -60,6 +60,8 @@ describe('ConsoleStore', () => {
     s.push(env({ type: 'call_finished', call_id: 7, tool: 'fs_read', elapsed: 840, outcome: { status: 'err', kind: 'timeout', message: 'slow' } }, 101));
     m.run();
     expect(s.liveSize).toBe(1);
+    expect(s.liveRow(7)).toMatchObject({ outcome: 'error' });
+    expect(s.liveRow(8)).toBeNull();
     expect(s.live.last()).toMatchObject({ outcome: 'error', error_kind: 'timeout', error_message: 'slow', elapsed_us: 840 });
     expect(s.callsFailed).toBe(snapshot().counters.calls_failed + 1);
   });
