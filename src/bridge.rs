@@ -7,6 +7,10 @@
 //! USER, SHELL, TERM, LOGNAME), so it finds the engine from HOME alone,
 //! through the data dir's discovery file ([`crate::discovery::locate`]).
 
+use std::future::Future;
+use std::os::fd::BorrowedFd;
+
+use rustix::event::{PollFd, PollFlags, poll};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::UnixStream;
 
@@ -72,10 +76,34 @@ pub async fn connect(
 ///
 /// # Errors
 /// I/O errors on either side.
-pub async fn relay<I, O>(stream: UnixStream, mut input: I, mut output: O) -> Result<(), BridgeError>
+pub async fn relay<I, O>(stream: UnixStream, input: I, output: O) -> Result<(), BridgeError>
 where
     I: AsyncRead + Unpin,
     O: AsyncWrite + Unpin,
+{
+    relay_until(stream, input, output, std::future::pending()).await
+}
+
+/// Like [`relay`], but returns as soon as `output_gone` resolves (see
+/// [`reader_gone`]): the client that reads `output` is gone, so nobody
+/// wants the replies still in flight. Returning closes the socket, and
+/// the daemon, seeing it hang up, cancels the calls this client left
+/// (a pending approval among them). Without this, an MCP client that died
+/// with a call waiting for approval would leave the bridge waiting for a
+/// reply nobody reads, and the request pending.
+///
+/// # Errors
+/// I/O errors on either side.
+pub async fn relay_until<I, O, G>(
+    stream: UnixStream,
+    mut input: I,
+    mut output: O,
+    output_gone: G,
+) -> Result<(), BridgeError>
+where
+    I: AsyncRead + Unpin,
+    O: AsyncWrite + Unpin,
+    G: Future<Output = ()>,
 {
     let (mut rd, mut wr) = stream.into_split();
     let up = async {
@@ -86,7 +114,13 @@ where
         tokio::io::copy(&mut rd, &mut output).await?;
         output.flush().await
     };
-    let (u, d) = tokio::join!(up, down);
+    let (u, d) = tokio::select! {
+        both = async { tokio::join!(up, down) } => both,
+        () = output_gone => {
+            tracing::debug!("the client stopped reading; closing the connection");
+            return Ok(());
+        }
+    };
     d?;
     // A client that closed stdin early is normal; a broken upstream write
     // is only an error if replies also failed.
@@ -94,4 +128,42 @@ where
         tracing::debug!("stdin side ended with {e}");
     }
     Ok(())
+}
+
+/// A future that resolves once nobody reads `fd` any more: the read end of
+/// the pipe is closed, or the socket's peer hung up (`POLLERR` or
+/// `POLLHUP`). Anything else (a terminal, a file) never resolves.
+///
+/// The wait is a `poll(2)` on a thread of its own rather than the tokio
+/// reactor: registering the descriptor there would need it non-blocking,
+/// which would change the very stdout that `tokio::io::stdout` writes to
+/// with blocking writes. The thread ends with the process.
+///
+/// # Errors
+/// The descriptor could not be duplicated or the thread not started.
+pub fn reader_gone(fd: BorrowedFd<'_>) -> std::io::Result<impl Future<Output = ()> + use<>> {
+    let fd = fd.try_clone_to_owned()?;
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("toolgate-stdout-watch".into())
+        .spawn(move || {
+            // No events asked for: poll reports only errors and hang-ups.
+            let mut fds = [PollFd::new(&fd, PollFlags::empty())];
+            loop {
+                match poll(&mut fds, None) {
+                    Ok(_) if fds[0].revents().intersects(PollFlags::ERR | PollFlags::HUP) => {
+                        let _ = tx.send(());
+                        return;
+                    }
+                    Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                    Err(_) => return,
+                }
+            }
+        })?;
+    Ok(async move {
+        if rx.await.is_err() {
+            // The watch gave up (an invalid descriptor): never resolve.
+            std::future::pending::<()>().await;
+        }
+    })
 }

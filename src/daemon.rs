@@ -1,34 +1,85 @@
-//! `toolgate serve`: the headless daemon. Engine + audit log + agent socket
-//! (and, later, the localhost HTTP endpoint), started in well under a
-//! second and stopped cleanly: on shutdown it stops accepting, lets
-//! in-flight calls finish (each is audited before its reply), flushes the
-//! audit log and removes the socket file.
+//! `toolgate serve`: the headless daemon. Engine + audit log + agent and
+//! control sockets + the localhost HTTP endpoint, started in well under a
+//! second and stopped within [`SHUTDOWN_BOUND`] whatever its clients do.
+//!
+//! Shutdown, step by step (see [`Daemon::run`]):
+//! 1. Stop accepting connections and reading requests. Close the approval
+//!    queue: every pending request is closed as `cancelled`, and its agent
+//!    is told toolgate is shutting down (no person is left to answer).
+//! 2. Calls in flight get [`SHUTDOWN_GRACE`] to finish and be answered.
+//! 3. Then the rest are cancelled (each still ends in its audit row, as
+//!    `cancelled` with reason `shutdown`), and replies get
+//!    [`SHUTDOWN_DRAIN`] to reach clients that still read; writes to
+//!    clients that never read are abandoned then.
+//! 4. Upstream servers get [`UPSTREAM_STOP`] to exit, then are killed.
+//! 5. The approval closings are written, the event follower drains the
+//!    events still queued, the audit log is flushed, and the socket files
+//!    are gone.
 //!
 //! One engine per data dir: it starts only as the writer of the data dir's
 //! audit log, before binding anything, and once it listens it publishes
 //! the data dir's discovery file (`crate::discovery`), removed again when
 //! it stops.
 
+use std::future::Future;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+
+use crate::cancel::CancelReason;
 
 use crate::approval::{ApprovalOptions, Approvals};
 use crate::audit::{AuditError, AuditLog};
 use crate::config::Config;
 use crate::config::servers::ServerSpec;
 use crate::config::watch::{ConfigWatcher, Overrides, ReloadStatus};
+use crate::console::engine_api::EngineConsole;
+use crate::console::{self, Console, ConsoleAuth, UiSource};
 use crate::discovery::{EngineInfo, HttpInfo, Published};
 use crate::events::EventBus;
 use crate::mcp::http::{HttpEndpoint, new_token};
 use crate::mcp::{McpServer, Role, ServerOptions};
+use crate::policy_edit::{PolicyEditor, SharedOverrides};
 use crate::secrets::{KeyringStore, referenced_names, resolve_spec};
 use crate::setup::{self, Env, SetupError};
 use crate::socket::{AgentSocket, SocketError};
 use crate::upstream::{PinStore, UpstreamOptions, Upstreams};
+
+/// How long calls in flight when shutdown begins may run on. Long enough
+/// for a call that is about to answer (a built-in tool, a quick upstream
+/// call) to be answered rather than cut, short enough that with the steps
+/// after it shutdown stays within [`SHUTDOWN_BOUND`]: a supervisor (systemd
+/// sends SIGKILL after 90 s, a desktop session logging out much sooner)
+/// and a person pressing Ctrl-C both expect seconds, and a call that needs
+/// longer than this is no longer answered to anyone who waits.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+
+/// After the grace: how long the replies of cancelled calls get to reach
+/// clients that still read. A client that never reads holds nothing up
+/// past it.
+pub const SHUTDOWN_DRAIN: Duration = Duration::from_millis(500);
+
+/// How long upstream servers get to exit on their own (in parallel)
+/// before their process groups are killed.
+pub const UPSTREAM_STOP: Duration = Duration::from_secs(1);
+
+/// The documented bound on shutdown, from the signal to the process
+/// exiting: the three steps above plus writing the last rows, which takes
+/// milliseconds.
+pub const SHUTDOWN_BOUND: Duration = Duration::from_secs(5);
+
+const _: () = assert!(
+    SHUTDOWN_GRACE.as_millis() + SHUTDOWN_DRAIN.as_millis() + UPSTREAM_STOP.as_millis()
+        <= SHUTDOWN_BOUND.as_millis() - 500,
+    "the shutdown steps must leave room for the final flush within the bound"
+);
 
 /// Where the daemon puts things.
 #[derive(Debug, Clone)]
@@ -68,6 +119,12 @@ impl ServeOptions {
             data_dir,
             ..Self::defaults()
         }
+    }
+
+    /// The console bearer token for non-browser clients (`0600`):
+    /// `console.token` in the data directory.
+    pub fn console_token_file(&self) -> PathBuf {
+        self.data_dir.join("console.token")
     }
 
     /// The XDG defaults: `toolgate/agent.sock` in the runtime dir (see
@@ -167,6 +224,8 @@ impl Launch {
     }
 }
 
+pub use crate::discovery::ConsoleLocation;
+
 /// A started daemon: call [`Daemon::run`] to serve until shutdown.
 #[derive(Debug)]
 pub struct Daemon {
@@ -176,9 +235,15 @@ pub struct Daemon {
     socket: AgentSocket,
     control: AgentSocket,
     http: Option<(HttpEndpoint, String, PathBuf)>,
+    console: Option<ConsoleAuth>,
+    console_token: PathBuf,
+    ui: UiSource,
     /// Declared before `audit`: the file goes before the data dir is let go.
     published: Published,
     audit: AuditLog,
+    env: Env,
+    editor: PolicyEditor,
+    events: EventFollower,
 }
 
 impl Daemon {
@@ -211,11 +276,13 @@ impl Daemon {
         let events = EventBus::new();
         let approvals = Approvals::open(&audit, events.clone(), ApprovalOptions::default()).await?;
         let servers = config.servers.clone();
+        let config_path = config.path.clone();
         let a2 = audit.clone();
-        let engine = setup::engine_with(config, &Env::from_process(), |b| {
+        let env = Env::from_process();
+        let engine = setup::engine_with(config, &env, |b| {
             b.events(events).audit(a2).approvals(approvals)
         })?;
-        follow_events(&engine, &audit);
+        let events = follow_events(&engine, &audit);
         let pins = PinStore::open(audit.pool().clone()).await?;
         let upstreams = Upstreams::new(engine.clone(), pins, UpstreamOptions::default());
         upstreams.apply(resolve_secrets(servers).await).await;
@@ -225,6 +292,31 @@ impl Daemon {
             Some(port) => Some(start_http(port, &opts.http_file()).await?),
             None => None,
         };
+        let console_token = opts.console_token_file();
+        let console = match &http {
+            Some((endpoint, _, _)) => {
+                let auth = ConsoleAuth::new(format!("http://{}", endpoint.addr()));
+                write_secret(&console_token, auth.bearer()).map_err(|source| {
+                    DaemonError::Http {
+                        path: console_token.clone(),
+                        source,
+                    }
+                })?;
+                Some(auth)
+            }
+            None => None,
+        };
+        let editor = PolicyEditor::new(
+            engine.clone(),
+            config_path,
+            env.allowed_tools.clone(),
+            Arc::new(|_: &mut Config| {}),
+            None,
+        );
+        let mut server = McpServer::new(engine, limits).with_upstreams(upstreams.clone());
+        if let Some(auth) = &console {
+            server = server.with_console(auth.clone());
+        }
         // Last: the file says the engine answers, so it is written once
         // every socket listens.
         let published = Published::new(&EngineInfo {
@@ -239,17 +331,26 @@ impl Daemon {
                 url: format!("http://{}/mcp", e.addr()),
                 token_file: file.clone(),
             }),
-            console: None,
+            console: console.as_ref().map(|auth| ConsoleLocation {
+                url: auth.origin().to_owned(),
+                token_file: console_token.clone(),
+            }),
         })?;
         Ok(Self {
-            server: McpServer::new(engine, limits).with_upstreams(upstreams.clone()),
+            server,
             upstreams,
             watcher: None,
             socket,
             control,
             http,
+            console,
+            console_token,
+            ui: UiSource::Embedded,
             published,
             audit,
+            env,
+            editor,
+            events,
         })
     }
 
@@ -264,10 +365,11 @@ impl Daemon {
     }
 
     /// Watches `path` and applies every valid edit: upstream servers are
-    /// added, removed or restarted, and the policy is swapped (pending
-    /// approvals are re-checked under the new version). Pipeline limits
-    /// and the allowlist apply from the next start. `overrides` re-applies
-    /// command-line settings to each reloaded config.
+    /// added, removed or restarted, the policy is swapped (pending
+    /// approvals are re-checked under the new version), and the allow/deny
+    /// lists are swapped (agents are sent `tools/list_changed` when they
+    /// changed). Pipeline limits apply from the next start. `overrides`
+    /// re-applies command-line settings to each reloaded config.
     ///
     /// # Errors
     /// The watcher could not start.
@@ -277,15 +379,34 @@ impl Daemon {
         initial: Config,
         overrides: Overrides,
     ) -> Result<(), DaemonError> {
-        let watcher = ConfigWatcher::start(path, initial, overrides)
+        let overrides: SharedOverrides = Arc::from(overrides);
+        let o2 = overrides.clone();
+        let watcher = ConfigWatcher::start(path, initial, Box::new(move |c| o2(c)))
             .map_err(|e| DaemonError::Watch(e.to_string()))?;
+        self.editor = PolicyEditor::new(
+            self.server.engine().clone(),
+            Some(path.to_owned()),
+            self.env.allowed_tools.clone(),
+            overrides,
+            Some(watcher.writer()),
+        );
         let mut configs = watcher.config();
         let mut status = watcher.status();
         let (engine, upstreams) = (self.server.engine().clone(), self.upstreams.clone());
+        let env = self.env.clone();
         tokio::spawn(async move {
             while configs.changed().await.is_ok() {
                 let config = configs.borrow_and_update().clone();
                 engine.policy().swap(config.policy.clone());
+                // `Config` validated the lists already; only the
+                // environment's allowlist could still be empty here, and it
+                // was checked at start.
+                match setup::tool_filter(&config, &env) {
+                    Ok(filter) => {
+                        engine.set_filter(filter);
+                    }
+                    Err(e) => tracing::error!("allow/deny lists not reloaded: {e}"),
+                }
                 upstreams
                     .apply(resolve_secrets(config.servers.clone()).await)
                     .await;
@@ -305,6 +426,45 @@ impl Daemon {
         Ok(())
     }
 
+    /// The policy editor (the console's Policy view): saves to the watched
+    /// config file, or to the config's own path before
+    /// [`Daemon::watch_config`].
+    pub fn policy_editor(&self) -> &PolicyEditor {
+        &self.editor
+    }
+
+    /// Counts the config watcher's looks at the file (see
+    /// [`ConfigWatcher::checks`]); `None` when not watching.
+    pub fn config_checks(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        self.watcher.as_ref().map(ConfigWatcher::checks)
+    }
+
+    /// A fresh one-time console login URL, if the HTTP endpoint is on.
+    pub fn console_login_url(&self) -> Option<String> {
+        self.console.as_ref().map(ConsoleAuth::login_url)
+    }
+
+    /// The console's secrets, if the HTTP endpoint is on (the bearer token
+    /// is also in [`ServeOptions::console_token_file`]).
+    pub fn console_auth(&self) -> Option<&ConsoleAuth> {
+        self.console.as_ref()
+    }
+
+    /// Where the console is, for the discovery file's `console` field:
+    /// its origin and the file holding its bearer token (never the token).
+    pub fn console_location(&self) -> Option<ConsoleLocation> {
+        self.console.as_ref().map(|auth| ConsoleLocation {
+            url: auth.origin().to_owned(),
+            token_file: self.console_token.clone(),
+        })
+    }
+
+    /// Serves the console UI from `dir` instead of the embedded bundle
+    /// (`toolgate serve --ui-dir`, for UI development).
+    pub fn set_ui_dir(&mut self, dir: PathBuf) {
+        self.ui = UiSource::Dir(dir);
+    }
+
     /// The HTTP endpoint's URL and token, if it is on.
     pub fn http(&self) -> Option<(String, &str)> {
         self.http
@@ -317,24 +477,54 @@ impl Daemon {
         self.server.engine()
     }
 
-    /// Serves until `shutdown` fires, then drains and flushes.
+    /// Serves until `shutdown` fires, then stops within
+    /// [`SHUTDOWN_BOUND`] (the steps are in the module doc): nothing is
+    /// left pending, every call that started has its audit row, and no
+    /// event row is dropped.
     pub async fn run(self, shutdown: CancellationToken) {
-        let control = self.server.clone().with_role(Role::Control);
+        let server = self.server.clone();
+        let control = server.clone().with_role(Role::Control);
         let http = async {
             if let Some((endpoint, token, file)) = self.http {
+                let console = match self.console {
+                    Some(auth) => console::router(Console {
+                        api: EngineConsole::new(
+                            self.server.engine().clone(),
+                            Some(self.upstreams.clone()),
+                        ),
+                        auth,
+                        editor: self.editor.clone(),
+                        ui: self.ui.clone(),
+                        port: endpoint.addr().port(),
+                        agent_token: token.as_str().into(),
+                    }),
+                    None => axum::Router::new(),
+                };
                 endpoint
-                    .serve(self.server.clone(), token, shutdown.clone())
+                    .serve_with(server.clone(), token, console, shutdown.clone())
                     .await;
                 let _ = std::fs::remove_file(file);
+                let _ = std::fs::remove_file(&self.console_token);
             }
         };
-        tokio::join!(
-            self.socket.serve(self.server.clone(), shutdown.clone()),
-            self.control.serve(control, shutdown.clone()),
-            http
-        );
-        self.upstreams.shutdown().await;
+        let serving = async {
+            tokio::join!(
+                self.socket.serve(server.clone(), shutdown.clone()),
+                self.control.serve(control, shutdown.clone()),
+                http
+            );
+        };
+        let mut serving = std::pin::pin!(serving);
+        tokio::select! {
+            () = serving.as_mut() => {}
+            () = shutdown.cancelled() => wind_down(&server, serving).await,
+        }
+        self.upstreams.shutdown_within(UPSTREAM_STOP).await;
         drop(self.watcher);
+        if let Some(approvals) = server.engine().approvals() {
+            approvals.settle().await;
+        }
+        self.events.finish().await;
         self.audit.flush().await;
     }
 }
@@ -350,6 +540,36 @@ async fn own_audit_log(data_dir: &std::path::Path) -> Result<AuditLog, DaemonErr
         }),
         other => Ok(other?),
     }
+}
+
+/// Shutdown steps 1–3 (module doc), while `serving` (the listeners and
+/// their connections, already told to stop accepting) winds down.
+async fn wind_down(server: &McpServer, mut serving: Pin<&mut impl Future<Output = ()>>) {
+    if let Some(approvals) = server.engine().approvals() {
+        let n = approvals.close(CancelReason::Shutdown);
+        if n > 0 {
+            tracing::info!("closed {n} pending approval request(s) as cancelled");
+        }
+    }
+    if tokio::time::timeout(SHUTDOWN_GRACE, serving.as_mut())
+        .await
+        .is_ok()
+    {
+        return;
+    }
+    tracing::info!(
+        "calls still running {}s after the shutdown began are cancelled",
+        SHUTDOWN_GRACE.as_secs()
+    );
+    server.cancel_calls(CancelReason::Shutdown);
+    if tokio::time::timeout(SHUTDOWN_DRAIN, serving.as_mut())
+        .await
+        .is_ok()
+    {
+        return;
+    }
+    server.cut_writes();
+    serving.await;
 }
 
 /// Resolves `keyring:NAME` references of every server. The keychain is
@@ -382,6 +602,19 @@ async fn resolve_secrets(servers: Vec<ServerSpec>) -> Vec<ServerSpec> {
     resolved.unwrap_or_default()
 }
 
+/// Writes `secret` to `path`, readable by the owner only.
+fn write_secret(path: &std::path::Path, secret: &str) -> std::io::Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    // An older file may have been created with wider bits.
+    f.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+    f.write_all(secret.as_bytes())
+}
+
 /// Binds the HTTP endpoint and writes its URL and token to `file` (0600).
 async fn start_http(
     port: u16,
@@ -406,21 +639,51 @@ async fn start_http(
     Ok((endpoint, token, file.to_owned()))
 }
 
-/// Records the engine events that matter after the fact (breaker
-/// transitions, registry changes, loop-guard levels, approvals) in the
-/// audit log's event table.
-fn follow_events(engine: &crate::Engine, audit: &AuditLog) {
+/// The task that records the engine events that matter after the fact
+/// (breaker transitions, registry changes, loop-guard levels, approvals)
+/// in the audit log's event table.
+#[derive(Debug)]
+struct EventFollower {
+    stop: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+impl EventFollower {
+    /// Records the events already emitted, then ends: shutdown calls it
+    /// after the last event (approval closings, servers stopping) and
+    /// before the final flush, so none is lost.
+    async fn finish(self) {
+        self.stop.cancel();
+        let _ = self.task.await;
+    }
+}
+
+fn follow_events(engine: &crate::Engine, audit: &AuditLog) -> EventFollower {
     let mut rx = engine.events().subscribe_notable();
     let audit = audit.clone();
-    tokio::spawn(async move {
+    let stop = CancellationToken::new();
+    let stopped = stop.clone();
+    let lagged =
+        |n| tracing::warn!("audit fell {n} events behind; they are not in the event table");
+    let task = tokio::spawn(async move {
         loop {
-            match rx.recv().await {
+            tokio::select! {
+                biased;
+                e = rx.recv() => match e {
+                    Ok(e) => audit.record_event(&e),
+                    Err(RecvError::Lagged(n)) => lagged(n),
+                    Err(RecvError::Closed) => return,
+                },
+                () = stopped.cancelled() => break,
+            }
+        }
+        loop {
+            match rx.try_recv() {
                 Ok(e) => audit.record_event(&e),
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                    tracing::warn!("audit fell {n} events behind; they are not in the event table");
-                }
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                Err(TryRecvError::Lagged(n)) => lagged(n),
+                Err(_) => return,
             }
         }
     });
+    EventFollower { stop, task }
 }

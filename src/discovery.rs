@@ -41,8 +41,18 @@ pub struct EngineInfo {
     pub control_socket: PathBuf,
     /// The localhost MCP-over-HTTP endpoint, if on.
     pub http: Option<HttpInfo>,
-    /// The console's URL: reserved for the console, `null` until it exists.
-    pub console: Option<String>,
+    /// Where the console is, if the HTTP endpoint is on.
+    pub console: Option<ConsoleLocation>,
+}
+
+/// Where a running console is: its origin and the file holding its bearer
+/// token (never the token).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConsoleLocation {
+    /// `http://127.0.0.1:PORT`; the UI is at `/`, the API under `/api`.
+    pub url: String,
+    /// The console bearer token's file (`0600`).
+    pub token_file: PathBuf,
 }
 
 /// Where the HTTP endpoint is. The token stays in its own `0600` file.

@@ -5,6 +5,11 @@
 //! governance. `Engine::call` performs DESIGN.md's stages 1, 2 and 14
 //! itself (receive, resolve, finish) and runs stages 3–13 through the
 //! [`Pipeline`].
+//!
+//! Every call that starts ends in exactly one audit row and one
+//! `call.finished` event, whatever ends it: entry points whose client can
+//! cancel or leave use [`Engine::call_cancellable`], which turns a fired
+//! [`Cancel`] into a `cancelled` outcome instead of a dropped future.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,16 +21,17 @@ use tokio::time::Instant;
 
 use crate::approval::{Approvals, PolicyHandle};
 use crate::audit::AuditLog;
+use crate::cancel::Cancel;
 use crate::config::Config;
 use crate::context::{CallContext, Session};
 use crate::error::CallError;
 use crate::events::{Event, EventBus, Outcome, StageName};
-use crate::pipeline::allowlist::ToolFilter;
+use crate::pipeline::allowlist::{FilterHandle, ToolFilter};
 use crate::pipeline::breaker::Breaker;
 use crate::pipeline::guards::GuardConfig;
 use crate::pipeline::hooks::Hook;
 use crate::pipeline::loop_guard::LoopGuard;
-use crate::pipeline::{self, Call, Parts, Pipeline};
+use crate::pipeline::{self, Call, CallResult, Parts, Pipeline};
 use crate::registry::Registry;
 use crate::settings::Settings;
 use crate::tool::{Content, ToolDef, ToolResult};
@@ -50,7 +56,7 @@ struct Inner {
     events: EventBus,
     settings: Settings,
     pipeline: Pipeline,
-    filter: Arc<ToolFilter>,
+    filter: FilterHandle,
     breaker: Arc<Breaker>,
     loop_guard: Arc<LoopGuard>,
     audit: Option<AuditLog>,
@@ -120,7 +126,7 @@ impl EngineBuilder {
     pub fn build(self) -> Engine {
         let events = self.events;
         let registry = Registry::new(events.clone(), self.config.strict_schemas);
-        let filter = Arc::new(self.filter.unwrap_or_else(ToolFilter::allow_all));
+        let filter = FilterHandle::new(self.filter.unwrap_or_else(ToolFilter::allow_all));
         let breaker = Arc::new(Breaker::new(events.clone()));
         let loop_guard = Arc::new(LoopGuard::new(events.clone()));
         let policy = PolicyHandle::new(self.config.policy.clone(), events.clone());
@@ -201,11 +207,29 @@ impl Engine {
     /// sorted by name.
     pub fn tools(&self) -> Vec<ToolDef> {
         let snap = self.inner.registry.snapshot();
+        let filter = self.inner.filter.load();
         snap.sorted()
             .into_iter()
-            .filter(|t| self.inner.filter.permits(t.def.name.as_str()).is_ok())
+            .filter(|t| filter.permits(t.def.name.as_str()).is_ok())
             .map(|t| t.def.clone())
             .collect()
+    }
+
+    /// The allow/deny lists in force.
+    pub fn filter(&self) -> Arc<ToolFilter> {
+        self.inner.filter.load()
+    }
+
+    /// Puts new allow/deny lists in force without a restart: the next call
+    /// and the next `tools/list` see them. When the lists differ from the
+    /// old ones, every connected agent is sent `tools/list_changed` (through
+    /// the registry's change channel). Returns whether they differed.
+    pub fn set_filter(&self, filter: ToolFilter) -> bool {
+        let changed = self.inner.filter.swap(filter);
+        if changed {
+            self.inner.registry.touch();
+        }
+        changed
     }
 
     /// The live policy; the config watcher calls `policy().swap(..)`.
@@ -226,7 +250,38 @@ impl Engine {
     /// Runs one call through the governed pipeline. With an audit log, the
     /// call's row is committed before this returns; if it cannot be, the
     /// agent gets an error instead of an unrecorded result (fail closed).
+    ///
+    /// Dropping the returned future abandons the call without a row: entry
+    /// points whose client can cancel or leave use
+    /// [`Self::call_cancellable`].
     pub async fn call(&self, session: &Session, tool: &str, args: Value) -> CallReply {
+        self.call_with(session, tool, args, None).await
+    }
+
+    /// Like [`Self::call`], cancelled when `cancel` fires: the pipeline is
+    /// dropped at once (a running shell command's process group is killed,
+    /// a pending approval is closed as `cancelled` with the token's
+    /// reason, so nobody can approve it any more), and the call still ends
+    /// in its audit row and `call.finished` event, with
+    /// [`CallError::Cancelled`] and the reason. A call whose token fired
+    /// before it started never reaches the pipeline.
+    pub async fn call_cancellable(
+        &self,
+        session: &Session,
+        tool: &str,
+        args: Value,
+        cancel: &Cancel,
+    ) -> CallReply {
+        self.call_with(session, tool, args, Some(cancel)).await
+    }
+
+    async fn call_with(
+        &self,
+        session: &Session,
+        tool: &str,
+        args: Value,
+        cancel: Option<&Cancel>,
+    ) -> CallReply {
         let inner = &*self.inner;
         let call_id = inner.next_id.fetch_add(1, Ordering::Relaxed);
         let ts_ms = crate::audit::now_ms();
@@ -247,7 +302,9 @@ impl Engine {
             Err(e) => (reply(call_id, Err(e), started), args, None),
             Ok(resolved) => {
                 let schema = resolved.schema.schema().clone();
-                let (reply, args) = self.run(session, call_id, resolved, args, started).await;
+                let (reply, args) = self
+                    .run(session, call_id, resolved, args, started, cancel)
+                    .await;
                 (reply, args, Some(schema))
             }
         };
@@ -278,6 +335,7 @@ impl Engine {
         tool: Arc<crate::registry::RegisteredTool>,
         args: Value,
         started: Instant,
+        cancel: Option<&Cancel>,
     ) -> (CallReply, Value) {
         let ctx = CallContext {
             call_id,
@@ -295,7 +353,10 @@ impl Engine {
             settings = Arc::new(s);
         }
         let mut call = Call::new(call_id, tool, args, ctx, settings);
-        let result = self.inner.pipeline.run(&mut call).await;
+        let result = match cancel {
+            None => self.inner.pipeline.run(&mut call).await,
+            Some(cancel) => self.run_cancellable(&mut call, cancel).await,
+        };
         let parts = call.into_parts();
         let mut reply = reply(
             call_id,
@@ -305,6 +366,30 @@ impl Engine {
         reply.notes = parts.notes;
         reply.trace = parts.trace;
         (reply, parts.args)
+    }
+}
+
+impl Engine {
+    /// The pipeline raced against `cancel`. The pipeline is polled first,
+    /// so a call that finishes on its first poll (most built-in calls)
+    /// never touches the token, and a call that finished is reported as
+    /// such even if its token fired meanwhile.
+    async fn run_cancellable(&self, call: &mut Call, cancel: &Cancel) -> CallResult {
+        if let Some(reason) = cancel.reason() {
+            return Err(CallError::Cancelled { reason });
+        }
+        call.cancel = Some(cancel.clone());
+        let result = tokio::select! {
+            biased;
+            result = self.inner.pipeline.run(call) => Ok(result),
+            reason = cancel.cancelled() => Err(reason),
+        };
+        // The pipeline's future is gone here: whatever it held (a child
+        // process group, a pending approval) was released as it dropped.
+        result.unwrap_or_else(|reason| {
+            call.cut_short();
+            Err(CallError::Cancelled { reason })
+        })
     }
 }
 
@@ -333,6 +418,7 @@ fn outcome(result: &Result<ToolResult, CallError>) -> Outcome {
             is_error: r.is_error,
             size: r.size(),
         },
+        Err(CallError::Cancelled { reason }) => Outcome::Cancelled { reason: *reason },
         Err(e) => Outcome::Err {
             kind: e.kind(),
             message: e.to_string(),

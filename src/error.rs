@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::cancel::CancelReason;
+
 /// The class of a failed call, stable across versions: it is written to the
 /// audit log and shown to agents, so variants are only ever added.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -52,6 +54,10 @@ pub enum ErrorKind {
     ToolFailed,
     /// toolgate itself failed; a bug, never the caller's fault.
     Internal,
+    /// The call's owner ended it before it finished: the client cancelled
+    /// it or went away, or toolgate shut down. Says nothing about the
+    /// tool, and another attempt is the owner's business.
+    Cancelled,
 }
 
 impl ErrorKind {
@@ -75,6 +81,7 @@ impl ErrorKind {
             Self::Upstream5xx => "upstream_5xx",
             Self::ToolFailed => "tool_failed",
             Self::Internal => "internal",
+            Self::Cancelled => "cancelled",
         }
     }
 }
@@ -244,6 +251,20 @@ pub enum CallError {
         /// What broke.
         message: String,
     },
+    /// See [`ErrorKind::Cancelled`].
+    #[error("the call was cancelled because {}{}", .reason.describe(), cancel_hint(*.reason))]
+    Cancelled {
+        /// Who ended it.
+        reason: CancelReason,
+    },
+}
+
+/// What an agent that still reads can do about a cancellation.
+fn cancel_hint(reason: CancelReason) -> &'static str {
+    match reason {
+        CancelReason::Shutdown => "; send it again once toolgate is back",
+        _ => "",
+    }
 }
 
 fn suggest(s: &[String]) -> String {
@@ -305,6 +326,7 @@ impl CallError {
             Self::Upstream { .. } => ErrorKind::ToolFailed,
             Self::ToolFailed { .. } => ErrorKind::ToolFailed,
             Self::Internal { .. } => ErrorKind::Internal,
+            Self::Cancelled { .. } => ErrorKind::Cancelled,
         }
     }
 
@@ -392,6 +414,28 @@ mod tests {
             assert!(!e.counts_as_failure(), "{e:?}");
             assert!(!e.is_retryable(), "{e:?}");
         }
+    }
+
+    #[test]
+    fn a_cancelled_call_is_never_retried_nor_a_tool_failure() {
+        for reason in [
+            CancelReason::ClientCancelled,
+            CancelReason::ClientDisconnected,
+            CancelReason::Shutdown,
+        ] {
+            let e = CallError::Cancelled { reason };
+            assert_eq!(e.kind(), ErrorKind::Cancelled);
+            assert!(!e.is_retryable(), "{e}");
+            assert!(!e.counts_as_failure(), "{e}");
+        }
+        assert_eq!(ErrorKind::Cancelled.as_str(), "cancelled");
+        let e = CallError::Cancelled {
+            reason: CancelReason::Shutdown,
+        };
+        assert_eq!(
+            e.to_string(),
+            "the call was cancelled because toolgate is shutting down; send it again once toolgate is back"
+        );
     }
 
     #[test]

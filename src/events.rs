@@ -11,6 +11,7 @@ use serde::Serialize;
 use tokio::sync::broadcast;
 
 use crate::approval::{ApprovalStatus, RuleEffect};
+use crate::cancel::CancelReason;
 use crate::error::ErrorKind;
 use crate::tool::{Risk, Source, ToolName};
 use crate::upstream::ServerState;
@@ -94,6 +95,12 @@ pub enum Outcome {
         kind: ErrorKind,
         /// The one-line message the agent received.
         message: String,
+    },
+    /// The call's owner ended it before it finished (the client cancelled
+    /// it or went away, or toolgate shut down); see [`crate::cancel`].
+    Cancelled {
+        /// Who ended it.
+        reason: CancelReason,
     },
 }
 
@@ -238,7 +245,8 @@ pub enum Event {
         /// Unix ms when it times out.
         expires_ms: i64,
     },
-    /// A request was closed: approved, denied, timed out or expired.
+    /// A request was closed: approved, denied, timed out, expired or
+    /// cancelled.
     ApprovalDecided {
         /// Request id.
         id: i64,

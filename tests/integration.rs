@@ -4,10 +4,14 @@
 mod approval;
 mod bridge;
 mod common;
+mod console;
 mod discovery;
 mod http;
+mod lifecycle;
 mod path_escape;
 mod pipeline;
+mod policy_edit;
+mod shutdown;
 mod socket;
 mod ssrf;
 mod upstream_remote;

@@ -199,8 +199,11 @@ async fn an_oversized_frame_is_refused_and_the_next_one_served() {
     d.stop().await;
 }
 
+// A client that only closes its writing side (as `toolgate mcp-bridge`
+// does when its stdin ends) still wants its replies: its call runs on. One
+// that hangs up altogether has its calls cancelled (tests/lifecycle.rs).
 #[tokio::test]
-async fn a_client_that_leaves_mid_call_affects_nobody_and_its_call_is_audited() {
+async fn a_client_that_half_closes_mid_call_affects_nobody_and_its_call_is_audited() {
     let d = TestDaemon::start("").await;
     let release = register_slow(&d, "done");
     let mut leaver = d.raw().await;
@@ -210,7 +213,7 @@ async fn a_client_that_leaves_mid_call_affects_nobody_and_its_call_is_audited() 
             json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "slow"}}),
         )
         .await;
-    drop(leaver);
+    leaver.wr.shutdown().await.unwrap();
     let mut other = d.raw().await;
     other.initialize().await;
     assert_eq!(
@@ -218,6 +221,9 @@ async fn a_client_that_leaves_mid_call_affects_nobody_and_its_call_is_audited() 
         json!({})
     );
     release.notify_one();
+    let r = leaver.recv().await.expect("the reply still arrives");
+    assert_eq!(r["result"]["content"][0]["text"], "done");
+    drop(leaver);
     let dir = d.stop().await;
     let rows = AuditLog::open(&dir.path().join("data/audit.db"))
         .await
@@ -229,6 +235,45 @@ async fn a_client_that_leaves_mid_call_affects_nobody_and_its_call_is_audited() 
         rows.iter().any(|r| r.tool == "slow" && r.outcome == "ok"),
         "{rows:?}"
     );
+}
+
+#[tokio::test]
+async fn a_client_that_hangs_up_mid_call_has_it_cancelled_and_audited() {
+    let d = TestDaemon::start("").await;
+    let _never = register_slow(&d, "never");
+    let mut events = d.engine.subscribe();
+    let mut leaver = d.raw().await;
+    leaver.initialize().await;
+    leaver
+        .send_json(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "slow"}}),
+        )
+        .await;
+    assert_eq!(leaver.request(2, "ping", json!({})).await["id"], 2);
+    drop(leaver);
+    let outcome = tokio::time::timeout(Duration::from_secs(1), async {
+        loop {
+            if let Ok(toolgate::events::Event::CallFinished { outcome, .. }) = events.recv().await {
+                return outcome;
+            }
+        }
+    })
+    .await
+    .expect("the call ends as soon as its client is gone");
+    assert_eq!(
+        serde_json::to_value(&outcome).unwrap(),
+        json!({"status": "cancelled", "reason": "client_disconnected"})
+    );
+    let dir = d.stop().await;
+    let rows = AuditLog::open(&dir.path().join("data/audit.db"))
+        .await
+        .unwrap()
+        .recent_calls(10)
+        .await
+        .unwrap();
+    let slow: Vec<_> = rows.iter().filter(|r| r.tool == "slow").collect();
+    assert_eq!(slow.len(), 1, "{rows:?}");
+    assert_eq!(slow[0].outcome, "cancelled");
 }
 
 #[tokio::test]

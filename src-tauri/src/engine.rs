@@ -6,7 +6,8 @@
 //! Either way the shell then reaches it the same way, as a console client:
 //! a one-time login URL minted on its control socket
 //! (`toolgate/console/login`) for the window, and the console bearer token
-//! from `<data_dir>/console.token` for the tray and notifications.
+//! from the file the discovery file names (`console.token_file`) for the
+//! tray and notifications.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -18,10 +19,6 @@ use toolgate::config::Config;
 use toolgate::daemon::{DaemonError, Launch, ServeOptions};
 use toolgate::discovery::{self, EngineInfo};
 use url::Url;
-
-/// The console bearer token's file in the data dir (console-design.md,
-/// Auth: 0600, next to the discovery file).
-pub const CONSOLE_TOKEN_FILE: &str = "console.token";
 
 /// How long Quit waits for the in-app engine. Its own shutdown is bounded
 /// (≤ 5 s: pending approvals cancelled, in-flight calls cut, audit
@@ -85,6 +82,9 @@ pub enum LinkError {
     /// or a build without one).
     #[error("the engine serves no console ({0})")]
     NoConsole(String),
+    /// The engine's discovery file names no console, or cannot be read.
+    #[error("the engine's discovery file names no console ({0})")]
+    NoLocation(String),
     /// The bearer token file cannot be read.
     #[error("console bearer token {}: {source}", .path.display())]
     Token {
@@ -258,7 +258,7 @@ impl Engine {
         let mut base = login.clone();
         base.set_path("/");
         base.set_query(None);
-        let path = self.data_dir.join(CONSOLE_TOKEN_FILE);
+        let path = self.console_location()?.token_file;
         let bearer = std::fs::read_to_string(&path)
             .map_err(|source| LinkError::Token { path, source })?
             .trim()
@@ -268,6 +268,20 @@ impl Engine {
             login,
             bearer,
         })
+    }
+
+    /// The console's entry in the engine's discovery file.
+    fn console_location(&self) -> Result<discovery::ConsoleLocation, LinkError> {
+        match discovery::read(&self.data_dir) {
+            Ok(Some(EngineInfo {
+                console: Some(c), ..
+            })) => Ok(c),
+            Ok(_) => Err(LinkError::NoLocation(format!(
+                "no console in {}",
+                discovery::file(&self.data_dir).display()
+            ))),
+            Err(e) => Err(LinkError::NoLocation(e.to_string())),
+        }
     }
 
     /// Stops the in-app engine (its bounded shutdown, the same as

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use toolgate_desktop::engine::{CONSOLE_TOKEN_FILE, Engine, LinkError, Mode, Place};
+use toolgate_desktop::engine::{Engine, LinkError, Mode, Place};
 
 struct Dirs {
     _tmp: tempfile::TempDir,
@@ -82,27 +82,29 @@ async fn without_an_engine_one_starts_here_and_a_second_look_attaches_to_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_console_link_is_minted_on_the_control_socket_or_the_engine_says_it_has_none() {
+async fn the_console_link_is_a_fresh_login_url_and_the_token_the_discovery_file_names() {
     let d = dirs();
     let engine = Engine::start_or_attach(&d.place).await.unwrap();
-    match engine.console_link().await {
-        // With the console transport: a one-time login URL on loopback and
-        // the bearer token of the data dir.
-        Ok(link) => {
-            assert_eq!(link.login.host_str(), Some("127.0.0.1"));
-            assert_eq!(link.login.path(), "/login");
-            assert_eq!(link.base.path(), "/");
-            let token =
-                std::fs::read_to_string(data_dir(&d.place).join(CONSOLE_TOKEN_FILE)).unwrap();
-            assert_eq!(link.bearer, token.trim());
-        }
-        // Before it: the control socket does not know the method, and the
-        // shell says so instead of failing.
-        Err(LinkError::NoConsole(message)) => {
-            assert!(message.contains("toolgate/console/login"), "{message}");
-        }
-        Err(e) => panic!("{e}"),
-    }
+    let link = engine.console_link().await.unwrap();
+    assert_eq!(link.login.host_str(), Some("127.0.0.1"));
+    assert_eq!(link.login.path(), "/login");
+    assert!(
+        link.login.query().is_some_and(|q| q.starts_with("t=")),
+        "{}",
+        link.login
+    );
+    assert_eq!(link.base.path(), "/");
+    assert_eq!(link.base.origin(), link.login.origin());
+    let info = toolgate::discovery::read(data_dir(&d.place))
+        .unwrap()
+        .unwrap();
+    let console = info.console.expect("the discovery file names the console");
+    assert_eq!(link.base.as_str().trim_end_matches('/'), console.url);
+    let token = std::fs::read_to_string(&console.token_file).unwrap();
+    assert_eq!(link.bearer, token.trim());
+    // Each link is single use: the next one is another.
+    let again = engine.console_link().await.unwrap();
+    assert_ne!(again.login, link.login);
     engine.stop().await;
 }
 
@@ -136,23 +138,24 @@ impl Drop for Serve {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_running_toolgate_serve_is_attached_to_and_left_running() {
+/// `toolgate serve` on the private dirs, once it said it is ready; `None`
+/// (after saying so) without the binary.
+async fn serve(d: &Dirs, extra: &[&str]) -> Option<Serve> {
     let Some(bin) = toolgate_bin() else {
         let msg = "needs the toolgate binary: cargo build -p toolgate";
         assert!(std::env::var("CI").map_or(true, |v| v != "true"), "{msg}");
         eprintln!("skipped: {msg}");
-        return;
+        return None;
     };
-    let d = dirs();
     let mut child = Command::new(bin)
-        .args(["--config"])
+        .arg("--config")
         .arg(d.place.config.as_ref().unwrap())
         .arg("--data-dir")
         .arg(data_dir(&d.place))
         .arg("--socket")
         .arg(d.place.socket.as_ref().unwrap())
         .arg("serve")
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -172,12 +175,35 @@ async fn a_running_toolgate_serve_is_attached_to_and_left_running() {
         matches!(ready, Ok(Ok(true))),
         "toolgate serve never got ready"
     );
+    Some(serve)
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_toolgate_serve_is_attached_to_and_left_running() {
+    let d = dirs();
+    let Some(serve) = serve(&d, &[]).await else {
+        return;
+    };
     let engine = Engine::start_or_attach(&d.place).await.unwrap();
     assert_eq!(engine.mode(), &Mode::Attached { pid: serve.0.id() });
+    let link = engine.console_link().await.unwrap();
+    assert_eq!(link.login.path(), "/login");
     engine.stop().await;
     assert!(
         answers(d.place.socket.as_ref().unwrap()).await,
         "toolgate serve still serves"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_engine_without_http_has_no_console_and_the_shell_says_so() {
+    let d = dirs();
+    let Some(_serve) = serve(&d, &["--no-http"]).await else {
+        return;
+    };
+    let engine = Engine::start_or_attach(&d.place).await.unwrap();
+    match engine.console_link().await {
+        Err(LinkError::NoConsole(message)) => assert!(message.contains("no console"), "{message}"),
+        other => panic!("expected no console, got {other:?}"),
+    }
 }

@@ -12,6 +12,10 @@
 //! - **Timeout is deny**, recorded as `timed_out`; a person's deny is
 //!   `denied` (their reason goes to the agent); a policy deny never creates
 //!   a request. The agent's error says which ([`crate::error::ErrorKind`]).
+//! - **Every request has a live owner**: when its call is cancelled (the
+//!   agent sent `notifications/cancelled` or disconnected, or toolgate shut
+//!   down) the request is closed as `cancelled` at once, with the reason;
+//!   it can no longer be approved, and the call never runs.
 //! - **Durable**: requests and remembered rules live in SQLite next to the
 //!   audit log. After a restart, requests whose caller is gone are closed
 //!   as `expired` (with an event row); the rest expire on their own clock,
@@ -59,8 +63,13 @@ pub enum ApprovalStatus {
     Denied,
     /// Nobody answered in time; the call was denied.
     TimedOut,
-    /// Closed without a decision: the caller left, or toolgate restarted.
+    /// Closed without a decision after the fact: it expired unanswered
+    /// with nobody waiting, or toolgate restarted and its caller was gone.
     Expired,
+    /// Closed because its call was cancelled while it waited: the caller
+    /// cancelled the call or disconnected, or toolgate shut down. Nobody
+    /// can approve it any more, and the call never runs.
+    Cancelled,
 }
 
 impl ApprovalStatus {
@@ -72,6 +81,7 @@ impl ApprovalStatus {
             Self::Denied => "denied",
             Self::TimedOut => "timed_out",
             Self::Expired => "expired",
+            Self::Cancelled => "cancelled",
         }
     }
 
@@ -83,6 +93,7 @@ impl ApprovalStatus {
             "denied" => Self::Denied,
             "timed_out" => Self::TimedOut,
             "expired" => Self::Expired,
+            "cancelled" => Self::Cancelled,
             _ => return None,
         })
     }

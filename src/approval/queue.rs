@@ -4,17 +4,22 @@
 //! A waiting call holds the receiving end of a oneshot channel; the live
 //! request (in memory) holds the sending end. Whoever *removes* the request
 //! from the in-memory map first (a person's decision, the timeout, the
-//! caller leaving, the expiry sweep) decides; that removal happens under a
-//! lock with no `.await`, so a decision racing a timeout has exactly one
-//! outcome. SQLite is the record, written by the winner: a decision is
-//! committed before the waiting call is woken (an approval is on disk
-//! before the tool runs); a timeout or expiry is written in the background
-//! so the agent's reply never waits on the disk. A record that is lost in a
-//! crash leaves the row `pending`, and the next start closes it as
-//! `expired`.
+//! call being cancelled, shutdown, the expiry sweep) decides; that removal
+//! happens under a lock with no `.await`, so a decision racing a timeout
+//! or a cancellation has exactly one outcome, and a request whose call was
+//! cancelled can no longer be approved from that instant on. SQLite is the
+//! record, written by the winner: a decision is committed before the
+//! waiting call is woken (an approval is on disk before the tool runs); a
+//! timeout, cancellation or expiry is written in the background so the
+//! agent's reply never waits on the disk. Until that write lands, the
+//! closing is remembered in memory, so a person asking meanwhile is told
+//! the real status rather than `pending`; [`Approvals::settle`] waits for
+//! those writes (shutdown does, before the final flush). A record that is
+//! lost in a crash leaves the row `pending`, and the next start closes it
+//! as `expired`.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
@@ -22,12 +27,14 @@ use serde::Serialize;
 use serde_json::Value;
 use sqlx::{Acquire, SqlitePool};
 use tokio::sync::{broadcast, oneshot};
+use tokio_util::task::TaskTracker;
 
 use super::rules::Assessment;
 use super::scope::{CallerInfo, CallerKey, Scope, ScopeSpec};
 use super::store::{self, ApprovalRequest, Closing, RememberedRule, RuleEffect};
 use super::{ApprovalError, ApprovalStatus, Clock, Liveness, ProcessLiveness, SystemClock};
 use crate::audit::AuditLog;
+use crate::cancel::{Cancel, CancelReason};
 use crate::canonical::call_hash;
 use crate::context::Caller;
 use crate::events::{Event, EventBus, RuleChange};
@@ -84,6 +91,13 @@ pub enum Resolution {
     Expired {
         /// Why.
         why: String,
+    },
+    /// Closed because the call's owner ended it; only shutdown wakes a
+    /// waiting call with this (a call cancelled by its client is no longer
+    /// there to be woken).
+    Cancelled {
+        /// Who ended it.
+        reason: CancelReason,
     },
 }
 
@@ -212,6 +226,10 @@ pub struct Ask<'a> {
     pub caller: &'a Caller,
     /// Session id.
     pub session: &'a str,
+    /// The call's cancellation token, if it has one: when the call is
+    /// cancelled while it waits, the request is closed as `cancelled` with
+    /// the token's reason.
+    pub cancel: Option<&'a Cancel>,
 }
 
 struct Live {
@@ -231,6 +249,14 @@ struct Inner {
     events: EventBus,
     clock: Arc<dyn Clock>,
     live: Mutex<HashMap<i64, Live>>,
+    /// Requests claimed from `live` whose closing is not in SQLite yet,
+    /// with the status it will have. Locked after `live` when both are.
+    closing: Mutex<HashMap<i64, ApprovalStatus>>,
+    /// The background writes of closings, for [`Approvals::settle`].
+    records: TaskTracker,
+    /// Set by [`Approvals::close`]: calls that ask from then on are
+    /// cancelled with this reason. Set under the `live` lock.
+    closed: OnceLock<CancelReason>,
     rules: ArcSwap<Vec<ActiveRule>>,
 }
 
@@ -238,6 +264,24 @@ impl Inner {
     fn live(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Live>> {
         // The map holds plain data; a panic elsewhere cannot corrupt it.
         self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn closing(&self) -> std::sync::MutexGuard<'_, HashMap<i64, ApprovalStatus>> {
+        self.closing.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes request `id` out of the live map, remembering that it is
+    /// being closed as `status`: from here on nobody else can close it.
+    fn claim(&self, id: i64, status: ApprovalStatus) -> Option<Live> {
+        let mut live = self.live();
+        let l = live.remove(&id)?;
+        self.closing().insert(id, status);
+        Some(l)
+    }
+
+    /// The status request `id` is being closed with, until it is stored.
+    fn closing_status(&self, id: i64) -> Option<ApprovalStatus> {
+        self.closing().get(&id).copied()
     }
 }
 
@@ -274,6 +318,9 @@ impl Approvals {
             events,
             clock: opts.clock,
             live: Mutex::new(HashMap::new()),
+            closing: Mutex::new(HashMap::new()),
+            records: TaskTracker::new(),
+            closed: OnceLock::new(),
             rules: ArcSwap::from_pointee(Vec::new()),
         });
         let me = Self { inner };
@@ -315,9 +362,15 @@ impl Approvals {
             r.waiting = l.waiter.is_some();
             return Ok(r);
         }
-        store::get_request(&self.inner.pool, id)
+        // Read before the row: the mark goes only once the row is written.
+        let closing = self.inner.closing_status(id);
+        let mut r = store::get_request(&self.inner.pool, id)
             .await?
-            .ok_or(ApprovalError::NotFound { id })
+            .ok_or(ApprovalError::NotFound { id })?;
+        if let (ApprovalStatus::Pending, Some(status)) = (r.status, closing) {
+            r.status = status;
+        }
+        Ok(r)
     }
 
     /// The newest `limit` requests in any state, newest first (history).
@@ -389,10 +442,12 @@ impl Approvals {
             revoked_ms: None,
         });
         // Claim: from here on neither the timeout nor the sweep can close it.
-        let Some(live) = self.inner.live().remove(&id) else {
+        let Some(live) = self.inner.claim(id, status) else {
             return Err(self.closed_error(id).await);
         };
-        let rule = match self.commit_decision(id, &closing, rule).await {
+        let committed = self.commit_decision(id, &closing, rule).await;
+        self.inner.closing().remove(&id);
+        let rule = match committed {
             Ok(rule) => rule,
             Err(e) => {
                 // Fail closed: an unrecorded approval must not run.
@@ -429,7 +484,16 @@ impl Approvals {
         Ok(Decided { request, rule })
     }
 
+    /// Why request `id`, no longer live, cannot be decided: the status it
+    /// is being closed with, else the stored one.
     async fn closed_error(&self, id: i64) -> ApprovalError {
+        if let Some(status) = self.inner.closing_status(id) {
+            return ApprovalError::AlreadyDecided { id, status };
+        }
+        self.stored_error(id).await
+    }
+
+    async fn stored_error(&self, id: i64) -> ApprovalError {
         match store::get_request(&self.inner.pool, id).await {
             Ok(Some(r)) => ApprovalError::AlreadyDecided {
                 id,
@@ -452,7 +516,8 @@ impl Approvals {
         let mut tx = conn.begin().await?;
         if !store::close_request(&mut tx, id, closing).await? {
             drop(tx);
-            return Err(self.closed_error(id).await);
+            // The in-memory mark is this decision's own: ask the row.
+            return Err(self.stored_error(id).await);
         }
         let rule = match rule {
             Some(r) => {
@@ -617,7 +682,7 @@ impl Approvals {
 
     /// Puts a call in front of a person and waits for the answer, at most
     /// `ask.assessment.timeout`. Cancel-safe: dropping the future closes
-    /// the request as `expired` (the caller left).
+    /// the request as `cancelled`, with `ask.cancel`'s reason.
     ///
     /// # Errors
     /// The request could not be stored (the call must then be refused).
@@ -625,8 +690,12 @@ impl Approvals {
         let caller = CallerInfo::from(ask.caller);
         let hash = call_hash(ask.tool, ask.args);
         let now = self.inner.clock.now_ms();
+        if let Some(reason) = self.inner.closed.get() {
+            return Ok(Resolution::Cancelled { reason: *reason });
+        }
+        let cancel = ask.cancel.cloned();
         if let Some((id, rx, left)) = self.reattach(ask.tool, &hash, &caller.key(), now) {
-            return Ok(self.wait(id, rx, left).await);
+            return Ok(self.wait(id, rx, left, cancel).await);
         }
         let timeout = ask.assessment.timeout;
         let mut request = ApprovalRequest {
@@ -653,16 +722,26 @@ impl Approvals {
         request.id = store::insert_request(&self.inner.pool, &request).await?;
         let (tx, rx) = oneshot::channel();
         let id = request.id;
-        self.inner.live().insert(
-            id,
-            Live {
-                request: request.clone(),
-                args: ask.args.clone(),
-                waiter: Some(tx),
-            },
-        );
+        {
+            let mut live = self.inner.live();
+            // Closed while the row was written: it never goes live.
+            if let Some(reason) = self.inner.closed.get().copied() {
+                drop(live);
+                self.inner.closing().insert(id, ApprovalStatus::Cancelled);
+                self.record_in_background(request, cancellation(now, Some(reason)));
+                return Ok(Resolution::Cancelled { reason });
+            }
+            live.insert(
+                id,
+                Live {
+                    request: request.clone(),
+                    args: ask.args.clone(),
+                    waiter: Some(tx),
+                },
+            );
+        }
         self.announce_requested(&request, ask.call_id);
-        Ok(self.wait(id, rx, timeout).await)
+        Ok(self.wait(id, rx, timeout, cancel).await)
     }
 
     /// A request recovered after a restart, for the same call from the same
@@ -694,10 +773,12 @@ impl Approvals {
         id: i64,
         mut rx: oneshot::Receiver<Resolution>,
         timeout: Duration,
+        cancel: Option<Cancel>,
     ) -> Resolution {
         let mut guard = LeaveGuard {
             approvals: Some(self.clone()),
             id,
+            cancel,
         };
         let res = match tokio::time::timeout(timeout, &mut rx).await {
             Ok(Ok(r)) => r,
@@ -734,25 +815,75 @@ impl Approvals {
     }
 
     /// Claims a live request and records `closing` without a person
-    /// (timeout, caller left, expiry) in a background task. `false` if
+    /// (timeout, cancelled call, expiry) in a background task. `false` if
     /// someone else claimed it first.
     fn close_in_background(&self, id: i64, closing: Closing) -> bool {
-        let Some(live) = self.inner.live().remove(&id) else {
+        let Some(live) = self.inner.claim(id, closing.status) else {
             return false;
         };
+        self.record_in_background(live.request, closing);
+        true
+    }
+
+    /// Records a claimed request's closing in a task [`Self::settle`]
+    /// waits for, then forgets the in-memory mark.
+    fn record_in_background(&self, request: ApprovalRequest, closing: Closing) {
         let me = self.clone();
+        let id = request.id;
         let record = async move {
-            if let Err(e) = me.record_closing(live.request, &closing, false).await {
+            if let Err(e) = me.record_closing(request, &closing, false).await {
                 tracing::error!("approval #{id}: could not record {}: {e}", closing.status);
             }
+            me.inner.closing().remove(&id);
         };
         match tokio::runtime::Handle::try_current() {
             Ok(rt) => {
-                rt.spawn(record);
+                rt.spawn(self.inner.records.track_future(record));
             }
             Err(_) => tracing::error!("approval #{id}: no runtime to record its closing"),
         }
-        true
+    }
+
+    /// Closes the queue: every pending request is closed as `cancelled`
+    /// at once, the calls waiting on them are woken with
+    /// [`Resolution::Cancelled`] (their agents are told why), and calls
+    /// that ask from now on get the same answer without a request. Shutdown
+    /// calls this the moment it begins: nobody is left to approve, so
+    /// nobody should be kept waiting. Requests that no call waits on
+    /// (recovered after a restart) are closed too. Returns how many were
+    /// closed; the rows are written in the background (see
+    /// [`Self::settle`]).
+    pub fn close(&self, reason: CancelReason) -> usize {
+        let claimed: Vec<Live> = {
+            let mut live = self.inner.live();
+            let _ = self.inner.closed.set(reason);
+            let mut closing = self.inner.closing();
+            live.drain()
+                .map(|(id, l)| {
+                    closing.insert(id, ApprovalStatus::Cancelled);
+                    l
+                })
+                .collect()
+        };
+        let n = claimed.len();
+        let now = self.inner.clock.now_ms();
+        for mut l in claimed {
+            if let Some(tx) = l.waiter.take() {
+                let _ = tx.send(Resolution::Cancelled { reason });
+            }
+            self.record_in_background(l.request, cancellation(now, Some(reason)));
+        }
+        n
+    }
+
+    /// Waits until every closing written in the background so far (time-
+    /// outs, cancellations) is in SQLite and announced; shutdown calls it
+    /// before the audit log's final flush.
+    pub async fn settle(&self) {
+        let records = &self.inner.records;
+        records.close();
+        records.wait().await;
+        records.reopen();
     }
 
     /// Writes a claimed (or recovered) request's closing and announces it.
@@ -874,6 +1005,28 @@ fn decided_event(r: &ApprovalRequest) -> Event {
     }
 }
 
+/// The closing of a request whose call was cancelled; `reason` is `None`
+/// when the waiting call was dropped without a token saying why.
+fn cancellation(now: i64, reason: Option<CancelReason>) -> Closing {
+    let (by, why) = match reason {
+        Some(CancelReason::Shutdown) => ("shutdown", "toolgate shut down before a decision".into()),
+        Some(r) => (
+            "caller",
+            format!(
+                "the call was cancelled because {} before a decision",
+                r.describe()
+            ),
+        ),
+        None => ("caller", "the waiting call ended before a decision".into()),
+    };
+    Closing {
+        status: ApprovalStatus::Cancelled,
+        at_ms: now,
+        by: Some(by.into()),
+        reason: Some(why),
+    }
+}
+
 fn expiry(now: i64, why: &str, by: &str) -> Closing {
     Closing {
         status: ApprovalStatus::Expired,
@@ -896,22 +1049,22 @@ fn ms(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
-/// Closes the request as `expired` if the waiting call is dropped (the
-/// agent disconnected, the session ended).
+/// Closes the request as `cancelled` if the waiting call is dropped: the
+/// engine drops a call's pipeline when its token fires (the agent
+/// cancelled or disconnected, toolgate is shutting down), and the token
+/// says which. The request leaves the live map here, synchronously, so no
+/// approval can reach it after the call is gone.
 struct LeaveGuard {
     approvals: Option<Approvals>,
     id: i64,
+    cancel: Option<Cancel>,
 }
 
 impl Drop for LeaveGuard {
     fn drop(&mut self) {
         if let Some(a) = self.approvals.take() {
-            let closing = expiry(
-                a.inner.clock.now_ms(),
-                "the caller left before a decision",
-                "caller",
-            );
-            a.close_in_background(self.id, closing);
+            let reason = self.cancel.as_ref().and_then(Cancel::reason);
+            a.close_in_background(self.id, cancellation(a.inner.clock.now_ms(), reason));
         }
     }
 }

@@ -81,9 +81,37 @@ fn ask(a: &Approvals, tool: &str, args: Value, timeout: Duration) -> JoinHandle<
             assessment: &assessment,
             caller: &c,
             session: "s1",
+            cancel: None,
         })
         .await
         .unwrap()
+    })
+}
+
+/// Starts a call asking a person that `cancel` ends the way the engine
+/// ends a cancelled call: its future is dropped once the token fires.
+/// The task yields `None` if it was cancelled.
+fn cancellable_ask(a: &Approvals, cancel: &Cancel) -> JoinHandle<Option<Resolution>> {
+    let (a, cancel) = (a.clone(), cancel.clone());
+    tokio::spawn(async move {
+        let assessment = assessment(Duration::from_secs(120));
+        let (c, args) = (caller(1), json!({"command": "touch x"}));
+        let asking = a.ask(Ask {
+            call_id: 8,
+            tool: "sh",
+            args: &args,
+            shown_args: args.clone(),
+            policy_version: 1,
+            assessment: &assessment,
+            caller: &c,
+            session: "s1",
+            cancel: Some(&cancel),
+        });
+        tokio::select! {
+            biased;
+            r = asking => Some(r.unwrap()),
+            _ = cancel.cancelled() => None,
+        }
     })
 }
 
@@ -303,21 +331,133 @@ async fn a_rule_can_shorten_the_timeout() {
 }
 
 #[tokio::test]
-async fn a_caller_that_leaves_closes_its_request_as_expired() {
+async fn a_waiting_call_that_is_dropped_closes_its_request_as_cancelled() {
     let mut f = fixture().await;
     let call = ask(&f.approvals, "sh", json!({}), MINUTE);
     let id = next_request(&mut f.events).await;
     call.abort();
     assert_eq!(
         next_decided(&mut f.events).await,
-        (id, ApprovalStatus::Expired)
+        (id, ApprovalStatus::Cancelled)
     );
     let r = f.approvals.get(id).await.unwrap();
     assert_eq!(
         r.decision_reason.as_deref(),
-        Some("the caller left before a decision")
+        Some("the waiting call ended before a decision")
     );
     assert!(f.approvals.pending().is_empty());
+}
+
+// Issue 13 item 2: a request whose call is cancelled is closed at once, as
+// `cancelled` with the reason, and can no longer be approved, even before
+// its row is written. The clock is paused once the request is stored (see
+// above): the closing waits on no timer.
+#[tokio::test]
+async fn a_cancelled_call_closes_its_request_at_once_and_nobody_can_approve_it() {
+    let mut f = fixture().await;
+    let cancel = Cancel::new();
+    let call = cancellable_ask(&f.approvals, &cancel);
+    let id = next_request(&mut f.events).await;
+    tokio::time::pause();
+    let paused_at = tokio::time::Instant::now();
+    cancel.cancel(CancelReason::ClientDisconnected);
+    assert_eq!(call.await.unwrap(), None, "the call ended by its token");
+    assert_eq!(
+        paused_at.elapsed(),
+        Duration::ZERO,
+        "no timer was waited on"
+    );
+    assert!(f.approvals.pending().is_empty());
+    // The row may still say `pending`; the answer already may not.
+    let e = f.approvals.approve(id, None).await.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            ApprovalError::AlreadyDecided {
+                status: ApprovalStatus::Cancelled,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        format!("approval request #{id} is already cancelled")
+    );
+    tokio::time::resume();
+    assert_eq!(
+        next_decided(&mut f.events).await,
+        (id, ApprovalStatus::Cancelled)
+    );
+    f.approvals.settle().await;
+    let r = store::get_request(&f.approvals.inner.pool, id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(r.status, ApprovalStatus::Cancelled);
+    assert_eq!(r.decided_by.as_deref(), Some("caller"));
+    assert_eq!(
+        r.decision_reason.as_deref(),
+        Some("the call was cancelled because the client disconnected before a decision")
+    );
+}
+
+#[tokio::test]
+async fn shutdown_cancels_every_pending_request_and_tells_the_waiting_calls() {
+    let mut f = fixture().await;
+    let (c1, c2) = (Cancel::new(), Cancel::new());
+    let first = cancellable_ask(&f.approvals, &c1);
+    let a = next_request(&mut f.events).await;
+    let second = ask(&f.approvals, "sh", json!({"n": 2}), MINUTE);
+    let b = next_request(&mut f.events).await;
+    assert_eq!(f.approvals.close(CancelReason::Shutdown), 2);
+    assert!(f.approvals.pending().is_empty());
+    let told = Resolution::Cancelled {
+        reason: CancelReason::Shutdown,
+    };
+    assert_eq!(first.await.unwrap(), Some(told.clone()));
+    assert_eq!(second.await.unwrap(), told);
+    assert!(!c2.is_cancelled());
+    f.approvals.settle().await;
+    for id in [a, b] {
+        let r = store::get_request(&f.approvals.inner.pool, id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.status, ApprovalStatus::Cancelled, "#{id}");
+        assert_eq!(r.decided_by.as_deref(), Some("shutdown"));
+        assert_eq!(
+            r.decision_reason.as_deref(),
+            Some("toolgate shut down before a decision")
+        );
+        assert!(matches!(
+            f.approvals.approve(id, None).await,
+            Err(ApprovalError::AlreadyDecided {
+                status: ApprovalStatus::Cancelled,
+                ..
+            })
+        ));
+    }
+    // Closed: a call asking now is told at once, and nothing is pending.
+    assert_eq!(f.approvals.close(CancelReason::Shutdown), 0);
+    let late = ask(&f.approvals, "sh", json!({"n": 3}), MINUTE);
+    assert_eq!(late.await.unwrap(), told);
+    assert!(f.approvals.pending().is_empty());
+}
+
+#[test]
+fn statuses_read_back_as_written() {
+    for s in [
+        ApprovalStatus::Pending,
+        ApprovalStatus::Approved,
+        ApprovalStatus::Denied,
+        ApprovalStatus::TimedOut,
+        ApprovalStatus::Expired,
+        ApprovalStatus::Cancelled,
+    ] {
+        assert_eq!(ApprovalStatus::parse(s.as_str()), Some(s));
+        assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+    }
 }
 
 /// Writes a pending row as a previous run would have left it.

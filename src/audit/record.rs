@@ -9,6 +9,7 @@ use sha2::{Digest, Sha256};
 use crate::canonical::{ByteSink, call_digest, call_hash, write_canonical};
 use crate::context::Session;
 use crate::engine::CallReply;
+use crate::error::ErrorKind;
 use crate::events::StageName;
 use crate::tool::JsonObject;
 
@@ -37,7 +38,8 @@ pub struct CallRecord {
     pub args_hash: String,
     /// `allowed` (the tool ran) or `refused`.
     pub decision: Cow<'static, str>,
-    /// `ok`, `tool_error` or `error`.
+    /// `ok`, `tool_error`, `error` or `cancelled` (the call's owner ended
+    /// it; `error_kind` is then `cancelled` and the message says why).
     pub outcome: Cow<'static, str>,
     /// Error class.
     pub error_kind: Option<String>,
@@ -116,7 +118,11 @@ impl CallRecord {
                 b.hex(&digest_json(r));
             }
             Err(e) => {
-                b.raw(",\"outcome\":\"error\",\"output_size\":0,\"error_kind\":");
+                b.raw(match e.kind() {
+                    ErrorKind::Cancelled => ",\"outcome\":\"cancelled\"",
+                    _ => ",\"outcome\":\"error\"",
+                });
+                b.raw(",\"output_size\":0,\"error_kind\":");
                 b.json(e.kind().as_str());
                 b.raw(",\"error_message\":");
                 b.json(&e.to_string());
@@ -284,7 +290,7 @@ pub struct CallRow {
     pub args_hash: String,
     /// `allowed` / `refused`.
     pub decision: String,
-    /// `ok` / `tool_error` / `error`.
+    /// `ok` / `tool_error` / `error` / `cancelled`.
     pub outcome: String,
     /// Error class.
     pub error_kind: Option<String>,
@@ -473,6 +479,24 @@ mod tests {
         assert!(!rec.args.contains("s3cret"), "{}", rec.args);
         // The hash is of the real arguments, so equal calls still match.
         assert_eq!(rec.args_hash, call_hash("fs_read", &args));
+    }
+
+    #[test]
+    fn a_cancelled_call_is_journaled_as_cancelled_with_its_reason() {
+        let reason = crate::cancel::CancelReason::ClientDisconnected;
+        let r = reply(Err(crate::error::CallError::Cancelled { reason }));
+        let rec = body_of(&r, &json!({}), None);
+        // It was cut short while the tool ran: the tool did run.
+        assert_eq!(rec.decision, "allowed");
+        assert_eq!(rec.outcome, "cancelled");
+        assert_eq!(rec.error_kind.as_deref(), Some("cancelled"));
+        assert!(
+            rec.error_message
+                .as_deref()
+                .is_some_and(|m| m.contains("the client disconnected")),
+            "{:?}",
+            rec.error_message
+        );
     }
 
     #[test]

@@ -8,9 +8,10 @@ use serde_json::{Value, json};
 use super::jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS};
 use super::server::Refused;
 use crate::Engine;
+use crate::console::ConsoleAuth;
 use crate::upstream::Upstreams;
 
-const METHODS: [&str; 11] = [
+const METHODS: [&str; 12] = [
     "toolgate/tools",
     "toolgate/breakers",
     "toolgate/breakers/reset",
@@ -22,6 +23,7 @@ const METHODS: [&str; 11] = [
     "toolgate/servers",
     "toolgate/pins",
     "toolgate/pins/approve",
+    "toolgate/console/login",
 ];
 
 /// Whether `method` is a control method.
@@ -52,6 +54,7 @@ fn refused(e: impl std::fmt::Display) -> Refused {
 pub(super) async fn handle(
     engine: &Engine,
     upstreams: Option<&Upstreams>,
+    console: Option<&ConsoleAuth>,
     method: &str,
     params: Option<Value>,
 ) -> Result<Value, Refused> {
@@ -108,6 +111,13 @@ pub(super) async fn handle(
             let name =
                 str_param(&params, "name").ok_or((INVALID_PARAMS, "missing `name`".to_owned()))?;
             json_of(up.approve(name).await.map_err(refused)?)
+        }
+        "toolgate/console/login" => {
+            let auth = console.ok_or((
+                INVALID_PARAMS,
+                "this daemon serves no console (it was started with --no-http)".to_owned(),
+            ))?;
+            Ok(json!({"url": auth.login_url()}))
         }
         other => Err((INVALID_PARAMS, format!("`{other}` is not a control method"))),
     }

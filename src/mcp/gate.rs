@@ -29,6 +29,7 @@ use tokio::task::JoinHandle;
 use super::convert;
 use super::jsonrpc::INVALID_PARAMS;
 use super::server::{Conn, Refused, params_of};
+use crate::cancel::Cancel;
 use crate::context::CallContext;
 use crate::engine::{CallReply, Engine};
 use crate::error::CallError;
@@ -55,12 +56,24 @@ struct Pending {
 }
 
 impl PendingGates {
-    /// Drops every waiting gate; their pipelines fail as `connection`.
-    pub(super) fn clear(&self) {
-        self.0
+    /// Waits for the pipeline of every gate still waiting for its report;
+    /// call it once the connection's token has fired, so they end as
+    /// `cancelled` and are audited. The report channels stay open until
+    /// then: closing them first would end the pipelines as `connection`
+    /// failures instead.
+    pub(super) async fn finish_all(&self) {
+        let pending: Vec<Pending> = self
+            .0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .clear();
+            .drain()
+            .map(|(_, p)| p)
+            .collect();
+        for p in pending {
+            let Pending { report, finish } = p;
+            let _ = finish.await;
+            drop(report);
+        }
     }
 
     fn insert(&self, id: String, p: Pending) {
@@ -186,11 +199,14 @@ struct GateParams {
     arguments: Option<JsonObject>,
 }
 
-/// `toolgate/gate`.
+/// `toolgate/gate`. The paused pipeline belongs to the gate request's
+/// `cancel`, which the connection's token fires too: a gate whose agent
+/// leaves before reporting ends as `cancelled`.
 pub(super) async fn gate(
     engine: &Engine,
     conn: &Arc<Conn>,
     params: Option<Value>,
+    cancel: &Cancel,
 ) -> Result<Value, Refused> {
     let p: GateParams = params_of(params)?;
     let owned = engine
@@ -221,13 +237,13 @@ pub(super) async fn gate(
         allowed: Mutex::new(Some(allowed_tx)),
         report: Mutex::new(Some(report_rx)),
     });
-    let (engine, session) = (engine.clone(), conn.session());
+    let (engine, session, cancel) = (engine.clone(), conn.session(), cancel.clone());
     let args = Value::Object(p.arguments.unwrap_or_default());
-    let mut finish =
-        tokio::spawn(TICKET.scope(
-            ticket,
-            async move { engine.call(&session, &p.name, args).await },
-        ));
+    let mut finish = tokio::spawn(TICKET.scope(ticket, async move {
+        engine
+            .call_cancellable(&session, &p.name, args, &cancel)
+            .await
+    }));
     tokio::select! {
         Ok(args) = allowed_rx => {
             let id = next_gate_id();

@@ -13,6 +13,12 @@
 //! Requests are answered with a single `application/json` body (the spec
 //! allows this instead of an SSE stream); `GET` opens an SSE stream that
 //! carries `notifications/tools/list_changed`.
+//!
+//! A call's owner is its HTTP request: the server drops the handler when
+//! the client disconnects, so the call runs in a task of its own and the
+//! handler holds a guard that cancels it when dropped; the task still ends
+//! the call in its audit row (see [`crate::cancel`]). `DELETE` of a
+//! session cancels the session's calls the same way.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -26,10 +32,13 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use futures::StreamExt;
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::jsonrpc::{self, Incoming};
-use super::server::{Conn, McpServer};
+use super::server::{Conn, McpServer, runs_long};
+use crate::cancel::CancelReason;
 use crate::context::{Caller, Session};
 
 /// The header carrying the session id (MCP spec).
@@ -41,6 +50,11 @@ struct Http {
     token: Arc<str>,
     port: u16,
     sessions: Arc<Mutex<HashMap<String, Arc<Conn>>>>,
+    /// The tasks running calls, which may outlive their handler.
+    calls: TaskTracker,
+    /// Fired at shutdown: ends the SSE streams, which would otherwise
+    /// hold the graceful shutdown open until the deadline.
+    shutdown: CancellationToken,
 }
 
 /// A bound HTTP endpoint.
@@ -66,24 +80,52 @@ impl HttpEndpoint {
         self.addr
     }
 
-    /// Serves until `shutdown`.
+    /// Serves until `shutdown`, then lets the requests in flight finish:
+    /// their calls run on until the server's
+    /// [`McpServer::cancel_calls`], and connections still open at
+    /// [`McpServer::cut_writes`] are dropped. Returns once every call task
+    /// has ended (and written its audit row).
     pub async fn serve(self, server: McpServer, token: String, shutdown: CancellationToken) {
+        self.serve_with(server, token, Router::new(), shutdown)
+            .await;
+    }
+
+    /// Serves `/mcp` and, on the same listener, the routes of `others`
+    /// (the console), each behind its own guard: the agents' token
+    /// guard applies to `/mcp` only.
+    pub async fn serve_with(
+        self,
+        server: McpServer,
+        token: String,
+        others: Router,
+        shutdown: CancellationToken,
+    ) {
         let state = Http {
             server,
             token: token.into(),
             port: self.addr.port(),
             sessions: Arc::default(),
+            calls: TaskTracker::new(),
+            shutdown: shutdown.clone(),
         };
         let app = Router::new()
             .route("/mcp", post(post_mcp).get(get_mcp).delete(delete_mcp))
             .layer(middleware::from_fn_with_state(state.clone(), guard))
-            .with_state(state.clone());
-        let result = axum::serve(self.listener, app)
+            .with_state(state.clone())
+            .merge(others);
+        let serving = axum::serve(self.listener, app)
             .with_graceful_shutdown(shutdown.cancelled_owned())
-            .await;
-        if let Err(e) = result {
-            tracing::warn!("HTTP endpoint stopped: {e}");
+            .into_future();
+        tokio::select! {
+            result = serving => if let Err(e) = result {
+                tracing::warn!("HTTP endpoint stopped: {e}");
+            },
+            () = state.server.writes_cut() => {
+                tracing::info!("shutdown deadline: closed the HTTP connections still open");
+            }
         }
+        state.calls.close();
+        state.calls.wait().await;
         let sessions = std::mem::take(
             &mut *state
                 .sessions
@@ -91,7 +133,7 @@ impl HttpEndpoint {
                 .unwrap_or_else(PoisonError::into_inner),
         );
         for conn in sessions.values() {
-            state.server.cleanup(conn);
+            state.server.end_session(conn, CancelReason::Shutdown).await;
         }
     }
 }
@@ -139,7 +181,7 @@ async fn guard(State(s): State<Http>, req: Request, next: Next) -> Response {
     next.run(req).await
 }
 
-fn is_local(host: &str, port: u16) -> bool {
+pub(crate) fn is_local(host: &str, port: u16) -> bool {
     ["127.0.0.1", "localhost", "[::1]"]
         .iter()
         .any(|h| host == format!("{h}:{port}"))
@@ -147,7 +189,7 @@ fn is_local(host: &str, port: u16) -> bool {
 
 /// Compares without an early exit, so the token cannot be guessed byte by
 /// byte from response times.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
@@ -182,11 +224,14 @@ async fn post_mcp(State(s): State<Http>, headers: HeaderMap, body: Bytes) -> Res
         Incoming::Request { id, method, params } if method == "initialize" => {
             let sid = new_token();
             let caller = Caller::via("http");
-            let conn = Arc::new(Conn::new(Session::new(
-                format!("http-{}", &sid[..12]),
-                caller,
-            )));
-            let line = s.server.request(&conn, &id, &method, params).await;
+            let conn = Arc::new(
+                s.server
+                    .conn(Session::new(format!("http-{}", &sid[..12]), caller)),
+            );
+            let line = s
+                .server
+                .request(&conn, &id, &method, params, conn.cancel_token())
+                .await;
             s.sessions
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -194,8 +239,15 @@ async fn post_mcp(State(s): State<Http>, headers: HeaderMap, body: Bytes) -> Res
             json_response(StatusCode::OK, line, Some(sid))
         }
         Incoming::Request { id, method, params } => match session {
+            Some((_, conn)) if runs_long(&method) => {
+                let line = owned_request(&s, conn, id, method, params).await;
+                json_response(StatusCode::OK, line, None)
+            }
             Some((_, conn)) => {
-                let line = s.server.request(&conn, &id, &method, params).await;
+                let line = s
+                    .server
+                    .request(&conn, &id, &method, params, conn.cancel_token())
+                    .await;
                 json_response(StatusCode::OK, line, None)
             }
             None => refuse(
@@ -211,6 +263,32 @@ async fn post_mcp(State(s): State<Http>, headers: HeaderMap, body: Bytes) -> Res
         }
         Incoming::Response => StatusCode::ACCEPTED.into_response(),
     }
+}
+
+/// Runs a request that may take long (a call) in a task of its own, owned
+/// by this handler: if the server drops the handler (its client
+/// disconnected), the guard cancels the call, which still ends in its audit
+/// row in the task. `notifications/cancelled` reaches it as on a socket.
+async fn owned_request(
+    s: &Http,
+    conn: Arc<Conn>,
+    id: Value,
+    method: String,
+    params: Option<Value>,
+) -> Vec<u8> {
+    let cancel = conn.begin_request(&id);
+    let owner = cancel.cancel_on_drop(CancelReason::ClientDisconnected);
+    let (server, c2) = (s.server.clone(), cancel.clone());
+    let task = s.calls.spawn(async move {
+        let line = server.request(&conn, &id, &method, params, &c2).await;
+        conn.end_request(&id, &c2);
+        line
+    });
+    let line = task.await.unwrap_or_else(|e| {
+        jsonrpc::error_line(&Value::Null, jsonrpc::INTERNAL_ERROR, &e.to_string())
+    });
+    owner.disarm();
+    line
 }
 
 fn json_response(status: StatusCode, mut line: Vec<u8>, session: Option<String>) -> Response {
@@ -235,6 +313,7 @@ async fn get_mcp(State(s): State<Http>, headers: HeaderMap) -> Response {
         let version = *rx.borrow_and_update();
         Some((version, rx))
     })
+    .take_until(s.shutdown.clone().cancelled_owned())
     .filter(move |_| std::future::ready(conn.is_initialized()))
     .map(|_| {
         let line = jsonrpc::notification_line("notifications/tools/list_changed");
@@ -259,7 +338,9 @@ async fn delete_mcp(State(s): State<Http>, headers: HeaderMap) -> Response {
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .remove(&id);
-    s.server.cleanup(&conn);
+    s.server
+        .end_session(&conn, CancelReason::ClientDisconnected)
+        .await;
     StatusCode::NO_CONTENT.into_response()
 }
 

@@ -14,15 +14,28 @@
 //! connection, after which the loop stops reading (back-pressure on that
 //! client only). A client that stops reading is disconnected when one write
 //! stalls past `write_timeout`, and affects nobody else.
+//!
+//! Every call has a live owner (see [`crate::cancel`]): each request runs
+//! under a token that is a child of its connection's, which is a child of
+//! the server's. `notifications/cancelled` fires the request's token (and,
+//! as the MCP spec asks, the request then gets no response); a client that
+//! is gone (its socket hung up, a read broke, a write failed or stalled)
+//! fires the connection's; shutdown fires the server's once its grace runs
+//! out. A cancelled call still ends in its audit row.
+//!
+//! The end of the input alone (a read-side EOF) is not the client leaving:
+//! `toolgate mcp-bridge` shuts the socket's write side when its stdin
+//! ends and still relays the replies, so after an EOF the calls in flight
+//! run on and are answered. A transport that can tell a full hang-up apart
+//! passes it to [`McpServer::serve_with_hangup`] (the Unix socket does).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use futures::future::{AbortHandle, Abortable};
+use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use futures::{FutureExt, StreamExt};
 use rmcp::model::{CallToolRequestParams, InitializeRequestParams};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -35,6 +48,7 @@ use super::frame::{Frame, FrameReader, MAX_FRAME};
 use super::jsonrpc::{self, INVALID_PARAMS, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND};
 use super::{convert, gate};
 use crate::Engine;
+use crate::cancel::{Cancel, CancelReason};
 use crate::context::{Caller, Session};
 use crate::tool::Source;
 
@@ -70,18 +84,64 @@ pub struct Conn {
     initialized: AtomicBool,
     pub(super) agents: Mutex<Vec<String>>,
     pub(super) gates: gate::PendingGates,
-    inflight: Mutex<HashMap<String, AbortHandle>>,
+    /// Fired when the client is gone (or, through the server's token, at
+    /// the end of the shutdown grace); every request's token is a child.
+    cancel: Cancel,
+    /// The tokens of requests in flight, by JSON-RPC id, for
+    /// `notifications/cancelled`.
+    inflight: Mutex<HashMap<String, Cancel>>,
 }
 
 impl Conn {
-    /// A connection for `session`.
-    pub fn new(session: Session) -> Self {
+    /// A connection for `session`, ended by `cancel` (see
+    /// [`McpServer::conn`] for one the server's shutdown reaches).
+    pub fn new(session: Session, cancel: Cancel) -> Self {
         Self {
             session: Mutex::new(session),
             initialized: AtomicBool::new(false),
             agents: Mutex::new(Vec::new()),
             gates: gate::PendingGates::default(),
+            cancel,
             inflight: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The connection's token.
+    pub fn cancel_token(&self) -> &Cancel {
+        &self.cancel
+    }
+
+    /// Cancels every call of the connection (the client is gone).
+    pub fn cancel(&self, reason: CancelReason) {
+        self.cancel.cancel(reason);
+    }
+
+    fn inflight(&self) -> std::sync::MutexGuard<'_, HashMap<String, Cancel>> {
+        self.inflight.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A token for request `id`, registered so the client can cancel it;
+    /// hand it back with [`Self::end_request`].
+    pub fn begin_request(&self, id: &Value) -> Cancel {
+        let cancel = self.cancel.child();
+        self.inflight().insert(id.to_string(), cancel.clone());
+        cancel
+    }
+
+    /// Forgets request `id` (answered), unless its id was reused meanwhile.
+    pub fn end_request(&self, id: &Value, cancel: &Cancel) {
+        let mut inflight = self.inflight();
+        let key = id.to_string();
+        if inflight.get(&key).is_some_and(|c| c.same_as(cancel)) {
+            inflight.remove(&key);
+        }
+    }
+
+    /// `notifications/cancelled` for request `id`; unknown ids (already
+    /// answered, never sent) are ignored, as the MCP spec asks.
+    fn cancel_request(&self, id: &Value) {
+        if let Some(c) = self.inflight().remove(&id.to_string()) {
+            c.cancel(CancelReason::ClientCancelled);
         }
     }
 
@@ -120,13 +180,21 @@ pub enum Role {
     Control,
 }
 
-/// The MCP server. Cloning shares it.
+/// The MCP server. Cloning shares it, its calls' token and its write cut
+/// (also across roles).
 #[derive(Clone, Debug)]
 pub struct McpServer {
     engine: Engine,
     opts: Arc<ServerOptions>,
     role: Role,
     upstreams: Option<crate::upstream::Upstreams>,
+    console: Option<crate::console::ConsoleAuth>,
+    /// The root of every connection's token: fired at the end of the
+    /// shutdown grace.
+    calls: Cancel,
+    /// Fired at the shutdown deadline: writes still stalled then are
+    /// abandoned, so a client that never reads cannot hold shutdown up.
+    cut: CancellationToken,
 }
 
 impl McpServer {
@@ -137,12 +205,46 @@ impl McpServer {
             opts: Arc::new(opts),
             role: Role::Agent,
             upstreams: None,
+            console: None,
+            calls: Cancel::new(),
+            cut: CancellationToken::new(),
         }
+    }
+
+    /// A connection state for `session` whose calls [`Self::cancel_calls`]
+    /// reaches.
+    pub fn conn(&self, session: Session) -> Conn {
+        Conn::new(session, self.calls.child())
+    }
+
+    /// Cancels every call of every connection (shutdown, once the grace
+    /// for in-flight calls is over). Each still ends in its audit row, and
+    /// clients still reading get the reason.
+    pub fn cancel_calls(&self, reason: CancelReason) {
+        self.calls.cancel(reason);
+    }
+
+    /// Abandons every write still waiting for a client to read (the
+    /// shutdown deadline); the connections then close.
+    pub fn cut_writes(&self) {
+        self.cut.cancel();
+    }
+
+    /// Resolves once [`Self::cut_writes`] was called.
+    pub async fn writes_cut(&self) {
+        self.cut.cancelled().await;
     }
 
     /// Lets the control role show upstream servers and approve pins.
     pub fn with_upstreams(mut self, upstreams: crate::upstream::Upstreams) -> Self {
         self.upstreams = Some(upstreams);
+        self
+    }
+
+    /// Lets the control role mint console login links
+    /// (`toolgate/console/login`, for `toolgate console`).
+    pub fn with_console(mut self, console: crate::console::ConsoleAuth) -> Self {
+        self.console = Some(console);
         self
     }
 
@@ -157,67 +259,105 @@ impl McpServer {
         &self.engine
     }
 
-    /// Serves one connection until the client leaves, the connection breaks
-    /// or `shutdown` fires; in-flight calls are finished (and audited)
-    /// before it returns, and the agent's registered tools are removed.
+    /// Serves one connection over a transport that cannot tell a hang-up
+    /// from the end of its input (stdio): see [`Self::serve_with_hangup`].
+    pub async fn serve<S>(&self, stream: S, session: Session, shutdown: CancellationToken)
+    where
+        S: AsyncRead + AsyncWrite + Send + 'static,
+    {
+        self.serve_with_hangup(stream, session, shutdown, std::future::pending())
+            .await;
+    }
+
+    /// Serves one connection until the client is done and every call it
+    /// started has ended; each call ends in its audit row, and the agent's
+    /// registered tools are removed at the end.
+    ///
+    /// - End of input: no more requests; calls in flight run on and are
+    ///   answered (a half-closed socket still takes replies).
+    /// - `hangup` resolving (the peer is gone for good), a broken read, or
+    ///   a write that fails or stalls past `write_timeout`: every call in
+    ///   flight is cancelled as `client_disconnected`.
+    /// - `shutdown`: no more requests; calls in flight run on until the
+    ///   server's [`Self::cancel_calls`], and replies are written until
+    ///   [`Self::cut_writes`] (the daemon bounds both).
     ///
     /// One task does everything for the connection: it reads, polls the
     /// in-flight calls and writes their replies. A reply that is ready at
     /// once (most are) therefore costs no wake-up of another thread, which
     /// measured as the largest part of a call's latency when calls ran as
     /// spawned tasks feeding a writer task.
-    pub async fn serve<S>(&self, stream: S, session: Session, shutdown: CancellationToken)
-    where
+    pub async fn serve_with_hangup<S, H>(
+        &self,
+        stream: S,
+        session: Session,
+        shutdown: CancellationToken,
+        hangup: H,
+    ) where
         S: AsyncRead + AsyncWrite + Send + 'static,
+        H: Future<Output = ()> + Send,
     {
         let (rd, wr) = tokio::io::split(stream);
-        let mut out = Out::new(wr, self.opts.write_timeout);
-        let conn = Arc::new(Conn::new(session));
+        let mut out = Out::new(wr, self.opts.write_timeout, self.cut.clone());
+        let conn = Arc::new(self.conn(session));
         let mut calls = InFlight::new();
         let mut frames = FrameReader::new(BufReader::new(rd), self.opts.max_frame);
         let mut changes = self.engine.registry().subscribe_changes();
-        let mut reading = true;
-        while reading && out.is_open() {
+        let mut state = ConnState::default();
+        let mut hangup = std::pin::pin!(hangup);
+        while state.reading || !calls.is_empty() {
             let line = tokio::select! {
                 biased;
-                () = shutdown.cancelled() => break,
+                () = shutdown.cancelled(), if !state.stopping => {
+                    state.stopping = true;
+                    state.reading = false;
+                    None
+                }
+                () = &mut hangup, if !state.gone => {
+                    tracing::debug!("client hung up");
+                    state.gone = true;
+                    None
+                }
                 Some(done) = calls.next(), if !calls.is_empty() => done,
-                Ok(()) = changes.changed() => conn
+                Ok(()) = changes.changed(), if state.reading => conn
                     .is_initialized()
                     .then(|| jsonrpc::notification_line("notifications/tools/list_changed")),
-                frame = frames.next(), if calls.len() < self.opts.max_in_flight => match frame {
+                frame = frames.next(), if state.reading && calls.len() < self.opts.max_in_flight => match frame {
                     Ok(Frame::Line(line)) => self.dispatch(&conn, &line, &mut calls).await,
                     Ok(Frame::TooLarge { skipped }) => {
                         let msg = format!("frame of {skipped} bytes exceeds the {} byte limit and was discarded", self.opts.max_frame);
                         Some(jsonrpc::error_line(&Value::Null, INVALID_REQUEST, &msg))
                     }
-                    Ok(Frame::Eof) => { reading = false; None }
+                    // Half-close: no more requests, replies still wanted.
+                    Ok(Frame::Eof) => { state.reading = false; None }
                     Err(e) => {
                         tracing::debug!("connection read failed: {e}");
-                        reading = false;
+                        state.gone = true;
                         None
                     }
                 },
+                else => break,
             };
-            if let Some(line) = line {
+            if let Some(line) = line.filter(|_| !state.gone) {
                 out.send(&line).await;
+                state.gone |= !out.is_open();
+            }
+            if state.gone && !state.abandoned {
+                state.abandoned = true;
+                state.reading = false;
+                conn.cancel(state.reason());
             }
         }
-        // Calls already started run to the end and are recorded, whether or
-        // not their client is still there to read the reply.
-        while let Some(done) = calls.next().await {
-            if let Some(line) = done {
-                out.send(&line).await;
-            }
-        }
-        self.cleanup(&conn);
+        self.end_session(&conn, state.reason()).await;
     }
 
-    /// Removes what a connection left behind: its agents' tools and any
-    /// gate still waiting for a report (that call then fails as
-    /// `connection`).
-    pub fn cleanup(&self, conn: &Conn) {
-        conn.gates.clear();
+    /// Ends what a connection or HTTP session left behind: its token fires
+    /// (with `reason`, unless it fired already), gates still waiting for a
+    /// report end as `cancelled` and are audited, and its agents' tools
+    /// leave the registry.
+    pub async fn end_session(&self, conn: &Conn, reason: CancelReason) {
+        conn.cancel(reason);
+        conn.gates.finish_all().await;
         let agents =
             std::mem::take(&mut *conn.agents.lock().unwrap_or_else(PoisonError::into_inner));
         for agent in agents {
@@ -244,27 +384,20 @@ impl McpServer {
             }
             Ok(Incoming::Request { id, method, params }) if runs_long(&method) => {
                 let (me, conn2) = (self.clone(), conn.clone());
-                let (abort, registration) = AbortHandle::new_pair();
-                let key = id.to_string();
-                conn.inflight
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .insert(key.clone(), abort);
+                let cancel = conn.begin_request(&id);
                 let call = async move {
-                    let line = me.request(&conn2, &id, &method, params).await;
-                    conn2
-                        .inflight
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .remove(&key);
-                    line
+                    let line = me.request(&conn2, &id, &method, params, &cancel).await;
+                    conn2.end_request(&id, &cancel);
+                    // MCP: a request the client cancelled gets no response.
+                    (!cancel.cancelled_here(CancelReason::ClientCancelled)).then_some(line)
                 };
-                calls.push(Box::pin(Abortable::new(call, registration).map(Result::ok)));
+                calls.push(Box::pin(call));
                 None
             }
-            Ok(Incoming::Request { id, method, params }) => {
-                Some(self.request(conn, &id, &method, params).await)
-            }
+            Ok(Incoming::Request { id, method, params }) => Some(
+                self.request(conn, &id, &method, params, conn.cancel_token())
+                    .await,
+            ),
         }
     }
 
@@ -273,30 +406,23 @@ impl McpServer {
         match method {
             "notifications/initialized" => conn.initialized.store(true, Ordering::Release),
             "notifications/cancelled" => {
-                let id = params
-                    .as_ref()
-                    .and_then(|p| p.get("requestId"))
-                    .map(Value::to_string);
-                if let Some(h) = id.and_then(|id| {
-                    conn.inflight
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .remove(&id)
-                }) {
-                    h.abort();
+                if let Some(id) = params.as_ref().and_then(|p| p.get("requestId")) {
+                    conn.cancel_request(id);
                 }
             }
             _ => tracing::debug!("ignored notification {method}"),
         }
     }
 
-    /// Answers one request; shared by every transport.
+    /// Answers one request, cancelled when `cancel` fires (see
+    /// [`Conn::begin_request`]); shared by every transport.
     pub async fn request(
         &self,
         conn: &Arc<Conn>,
         id: &Value,
         method: &str,
         params: Option<Value>,
+        cancel: &Cancel,
     ) -> Vec<u8> {
         let reply = match method {
             "initialize" => params_of(params).map(|p| self.initialize(conn, &p)),
@@ -305,16 +431,26 @@ impl McpServer {
             "tools/call" => match params_of::<CallToolRequestParams>(params) {
                 Ok(p) => {
                     let args = Value::Object(p.arguments.unwrap_or_default());
-                    let r = self.engine.call(&conn.session(), &p.name, args).await;
+                    let r = self
+                        .engine
+                        .call_cancellable(&conn.session(), &p.name, args, cancel)
+                        .await;
                     Ok(convert::call_result(r.call_id, &r.result))
                 }
                 Err(e) => Err(e),
             },
             m if self.role == Role::Control && super::control::is_control(m) => {
-                super::control::handle(&self.engine, self.upstreams.as_ref(), m, params).await
+                super::control::handle(
+                    &self.engine,
+                    self.upstreams.as_ref(),
+                    self.console.as_ref(),
+                    m,
+                    params,
+                )
+                .await
             }
             "toolgate/register" => gate::register(&self.engine, conn, params),
-            "toolgate/gate" => gate::gate(&self.engine, conn, params).await,
+            "toolgate/gate" => gate::gate(&self.engine, conn, params, cancel).await,
             "toolgate/report" => gate::report(conn, params).await,
             other => Err((
                 METHOD_NOT_FOUND,
@@ -358,7 +494,7 @@ pub fn instructions() -> String {
 }
 
 /// Methods answered from a task, so a slow one never holds up the others.
-fn runs_long(method: &str) -> bool {
+pub(super) fn runs_long(method: &str) -> bool {
     matches!(method, "tools/call" | "toolgate/gate" | "toolgate/report")
 }
 
@@ -375,21 +511,61 @@ pub(super) fn params_of<T: DeserializeOwned>(params: Option<Value>) -> Result<T,
 /// its reply line, or nothing if the client cancelled it.
 type InFlight = FuturesUnordered<Pin<Box<dyn Future<Output = Option<Vec<u8>>> + Send>>>;
 
+/// Where a connection's loop stands.
+#[derive(Debug, Clone, Copy)]
+struct ConnState {
+    /// Requests are still read.
+    reading: bool,
+    /// Shutdown began: no more requests.
+    stopping: bool,
+    /// The client is gone (hung up, a read broke, a write failed).
+    gone: bool,
+    /// The connection's calls were cancelled because it is gone.
+    abandoned: bool,
+}
+
+impl Default for ConnState {
+    fn default() -> Self {
+        Self {
+            reading: true,
+            stopping: false,
+            gone: false,
+            abandoned: false,
+        }
+    }
+}
+
+impl ConnState {
+    /// Why the connection's calls end if they have to: once shutdown
+    /// began, a client lost on the way (its writes cut at the deadline) is
+    /// shutdown's doing.
+    fn reason(self) -> CancelReason {
+        if self.stopping {
+            CancelReason::Shutdown
+        } else {
+            CancelReason::ClientDisconnected
+        }
+    }
+}
+
 /// The write half of a connection. A client that stops reading stalls a
-/// write; past `stall` the connection is marked closed and later lines are
-/// dropped, so that client's in-flight calls still finish and are recorded
-/// while nobody else is held up.
+/// write; past `stall`, or once the server cuts writes at the shutdown
+/// deadline, the connection is marked closed and later lines are dropped
+/// (and the loop cancels that client's calls), while nobody else is held
+/// up.
 struct Out<W> {
     wr: tokio::io::BufWriter<W>,
     stall: Duration,
+    cut: CancellationToken,
     open: bool,
 }
 
 impl<W: AsyncWrite + Unpin> Out<W> {
-    fn new(wr: W, stall: Duration) -> Self {
+    fn new(wr: W, stall: Duration, cut: CancellationToken) -> Self {
         Self {
             wr: tokio::io::BufWriter::new(wr),
             stall,
+            cut,
             open: true,
         }
     }
@@ -402,13 +578,23 @@ impl<W: AsyncWrite + Unpin> Out<W> {
         if !self.open {
             return;
         }
+        let Self { wr, stall, cut, .. } = self;
         let write = async {
-            self.wr.write_all(line).await?;
-            self.wr.flush().await
+            wr.write_all(line).await?;
+            wr.flush().await
         };
-        if !matches!(tokio::time::timeout(self.stall, write).await, Ok(Ok(()))) {
+        let written = tokio::select! {
+            biased;
+            r = tokio::time::timeout(*stall, write) => matches!(r, Ok(Ok(()))),
+            () = cut.cancelled() => false,
+        };
+        if !written {
             tracing::info!("client stopped reading or went away; closing its connection");
             self.open = false;
         }
     }
 }
+
+#[cfg(test)]
+#[path = "server_tests.rs"]
+mod tests;

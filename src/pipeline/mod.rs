@@ -38,6 +38,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio::time::Instant;
 
+use crate::cancel::Cancel;
 use crate::context::CallContext;
 use crate::error::CallError;
 use crate::events::{Event, EventBus, StageName};
@@ -67,6 +68,14 @@ pub struct Call {
     /// When all attempts must be done; set by the retry stage, read by the
     /// per-attempt timeout so no attempt outlives the call.
     pub deadline: Option<Instant>,
+    /// The call's cancellation token, when its owner can cancel it (see
+    /// [`crate::cancel`]). The engine races the pipeline against it; stages
+    /// only read it, to say why they were cut short (the approval queue
+    /// closes a pending request with its reason).
+    pub cancel: Option<Cancel>,
+    /// When the tool's current attempt began, while it runs: a call cut
+    /// short then still records that the tool ran, and for how long.
+    executing: Option<Instant>,
     notices: Vec<String>,
     notes: Vec<(StageName, String)>,
     trace: Vec<(StageName, Duration)>,
@@ -93,6 +102,8 @@ impl Call {
             settings,
             received: Instant::now(),
             deadline: None,
+            cancel: None,
+            executing: None,
             notices: Vec::new(),
             notes: Vec::new(),
             trace: Vec::with_capacity(12),
@@ -136,6 +147,16 @@ impl Call {
     /// entry is short rather than the call failing.
     fn start(&self, depth: usize) -> Instant {
         self.starts.get(depth).copied().unwrap_or_else(Instant::now)
+    }
+
+    /// Records, for a call whose pipeline was dropped mid-way (cancelled),
+    /// the attempt of the tool that was running, so the trace (and the
+    /// audit row's `allowed`) says the tool ran. The stages around it left
+    /// no trace entry: they never finished.
+    pub fn cut_short(&mut self) {
+        if let Some(started) = self.executing.take() {
+            self.trace.push((StageName::Execute, started.elapsed()));
+        }
     }
 
     /// What the call ended with, taken apart without copying: the final
@@ -262,7 +283,9 @@ impl<'a> Next<'a> {
             let started = call.start(base + passed);
             let Some((stage, rest)) = self.rest[passed..].split_first() else {
                 let args = call.args.clone();
+                call.executing = Some(started);
                 let result = call.tool.runner.call(args, &call.ctx).await;
+                call.executing = None;
                 self.record(call, StageName::Execute, started);
                 break result;
             };
@@ -357,7 +380,7 @@ pub struct Parts {
     /// Event stream for breaker transitions, retries, loop-guard levels.
     pub events: EventBus,
     /// Allow/deny lists.
-    pub filter: Arc<allowlist::ToolFilter>,
+    pub filter: allowlist::FilterHandle,
     /// BEFORE/AFTER hooks, in order.
     pub hooks: Vec<Arc<dyn hooks::Hook>>,
     /// Path and SSRF guard settings.

@@ -158,6 +158,7 @@ impl Policy {
             assessment: &a,
             caller: &call.ctx.caller,
             session: call.ctx.session.as_str(),
+            cancel: call.cancel.as_ref(),
         };
         let resolution = approvals.ask(ask).await.map_err(|e| {
             CallError::internal(format!("{e}; the call needing approval was not run"))
@@ -178,6 +179,13 @@ impl Policy {
             Resolution::Expired { why } => {
                 call.note(StageName::Policy, format!("request expired: {why}"));
                 Err(CallError::Denied { reason: Some(why) })
+            }
+            Resolution::Cancelled { reason } => {
+                call.note(
+                    StageName::Policy,
+                    format!("request cancelled: {}", reason.describe()),
+                );
+                Err(CallError::Cancelled { reason })
             }
         }
     }

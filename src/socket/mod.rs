@@ -7,6 +7,14 @@
 //! refused and logged. The peer's pid, uid and executable become the
 //! caller identity the pipeline and the audit log see; the agent cannot
 //! claim another.
+//!
+//! A peer that hangs up (closes or dies) is noticed at once, even while
+//! none of its calls has anything to say ([`hangup`]): its calls are
+//! cancelled and its pending approvals closed.
+
+mod hangup;
+
+pub use hangup::hangup;
 
 use std::io;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
@@ -97,7 +105,9 @@ impl AgentSocket {
     }
 
     /// Accepts connections until `shutdown`; then waits for every
-    /// connection to finish its in-flight calls and removes the socket file.
+    /// connection to end (see [`McpServer::serve_with_hangup`]: the daemon
+    /// bounds how long its calls and writes may take) and removes the
+    /// socket file.
     pub async fn serve(self, server: McpServer, shutdown: CancellationToken) {
         let tasks = TaskTracker::new();
         let owner = rustix::process::getuid().as_raw();
@@ -117,7 +127,19 @@ impl AgentSocket {
             };
             let session = Session::new(next_session_id(caller.pid), caller);
             let (server, shutdown) = (server.clone(), shutdown.clone());
-            tasks.spawn(async move { server.serve(stream, session, shutdown).await });
+            match hangup(&stream) {
+                Ok(gone) => tasks.spawn(async move {
+                    server
+                        .serve_with_hangup(stream, session, shutdown, gone)
+                        .await;
+                }),
+                Err(e) => {
+                    tracing::warn!(
+                        "cannot watch a connection for hang-ups ({e}); its calls run to the end if it leaves"
+                    );
+                    tasks.spawn(async move { server.serve(stream, session, shutdown).await })
+                }
+            };
         }
         tasks.close();
         tasks.wait().await;

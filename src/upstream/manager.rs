@@ -117,7 +117,7 @@ impl Upstreams {
             .collect();
         for name in stale {
             if let Some(r) = running.remove(&name) {
-                self.stop(&name, r).await;
+                self.stop(&name, r, self.inner.opts.stop_grace * 3).await;
             }
         }
         for (name, spec) in wanted {
@@ -130,6 +130,17 @@ impl Upstreams {
     /// Stops every server and waits until their processes are gone.
     pub async fn shutdown(&self) {
         self.apply(Vec::new()).await;
+    }
+
+    /// Stops every server at once, each given `limit` to stop politely
+    /// (stdin closed, as the MCP spec asks) before its process group is
+    /// killed: the daemon's shutdown is bounded whatever the servers do.
+    pub async fn shutdown_within(&self, limit: Duration) {
+        let running: Vec<(Arc<str>, Running)> = self.inner.running.lock().await.drain().collect();
+        let stops = running
+            .into_iter()
+            .map(|(name, r)| async move { self.stop(&name, r, limit).await });
+        futures::future::join_all(stops).await;
     }
 
     /// Every running server's status, by name.
@@ -199,12 +210,12 @@ impl Upstreams {
         Running { spec, ctl, task }
     }
 
-    async fn stop(&self, name: &Arc<str>, r: Running) {
+    /// Stops one server; past `limit` (normally a little more than the
+    /// task's own stop path, two grace periods) the task is ended and its
+    /// processes killed from here.
+    async fn stop(&self, name: &Arc<str>, r: Running, limit: Duration) {
         let _ = r.ctl.send(Control::Stop);
         let pid = self.inner.board.get(name).and_then(|s| s.pid);
-        // The task's own stop path is bounded by two grace periods; give it
-        // a little more, then end it and its processes from here.
-        let limit = self.inner.opts.stop_grace * 3;
         let mut task = r.task;
         if tokio::time::timeout(limit, &mut task).await.is_err() {
             task.abort();

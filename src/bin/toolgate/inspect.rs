@@ -15,6 +15,43 @@ use crate::{Cli, config, data_dir, locate};
 
 /// One control call, printed: the `key` list as a table of its fields (or
 /// JSON), or the whole reply as JSON.
+/// `toolgate console`: a fresh one-time login URL from the daemon, opened
+/// in the default browser (or only printed).
+pub(crate) async fn console(cli: &Cli, print: bool) -> anyhow::Result<ExitCode> {
+    let path = locate(cli).await.control;
+    let mut c = ControlClient::connect(&path).await.with_context(|| {
+        format!(
+            "no daemon answers on {}; start `toolgate serve` first",
+            path.display()
+        )
+    })?;
+    let r = c
+        .request("toolgate/console/login", serde_json::json!({}))
+        .await?;
+    let url = r["url"]
+        .as_str()
+        .context("the daemon answered no console URL")?;
+    let mut out = std::io::stdout().lock();
+    if print {
+        writeln!(out, "{url}")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    match opener::open_browser(url) {
+        Ok(()) => writeln!(
+            out,
+            "opened the console in your browser (the link works once)"
+        )?,
+        Err(e) => {
+            // No browser (a server, SSH): the link is still usable.
+            writeln!(
+                out,
+                "could not open a browser ({e}); open this link once:\n{url}"
+            )?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub(crate) async fn control(
     cli: &Cli,
     method: &str,

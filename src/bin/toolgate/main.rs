@@ -57,13 +57,23 @@ enum Command {
         /// Port of the localhost MCP-over-HTTP endpoint (0 = pick a free one).
         #[arg(long, default_value_t = 0)]
         http_port: u16,
-        /// Do not serve MCP over HTTP.
+        /// Do not serve MCP over HTTP (nor the console).
         #[arg(long)]
         no_http: bool,
         /// Internal, used by `mcp-bridge --spawn`: run in a session of our
         /// own, and exit with success if another engine owns the data dir.
         #[arg(long, hide = true)]
         detach: bool,
+        /// Serve the console UI from this directory instead of the
+        /// built-in bundle (UI development: `npm --prefix ui run build`).
+        #[arg(long, value_name = "DIR")]
+        ui_dir: Option<PathBuf>,
+    },
+    /// Open the running daemon's console in the default browser.
+    Console {
+        /// Only print the one-time login URL.
+        #[arg(long)]
+        print: bool,
     },
     /// Relay stdio to the daemon's socket, for stdio-only MCP clients.
     McpBridge {
@@ -204,7 +214,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             http_port,
             no_http,
             detach,
-        } => serve::serve(&cli, (!no_http).then_some(*http_port), *detach).await,
+            ui_dir,
+        } => {
+            let http = (!no_http).then_some(*http_port);
+            serve::serve(&cli, http, *detach, ui_dir.clone()).await
+        }
+        Command::Console { print } => inspect::console(&cli, *print).await,
         Command::McpBridge { spawn } => serve::bridge(&cli, *spawn).await,
         Command::Tools { json } => calls::tools(&cli, *json).await,
         Command::Call { tool, args, json } => calls::call(&cli, tool, args, *json).await,

@@ -1,6 +1,7 @@
 //! `toolgate serve` and `toolgate mcp-bridge`.
 
 use std::io::Write;
+use std::os::fd::AsFd;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -18,6 +19,7 @@ pub(crate) async fn serve(
     cli: &Cli,
     http_port: Option<u16>,
     detach: bool,
+    ui_dir: Option<PathBuf>,
 ) -> anyhow::Result<ExitCode> {
     if detach {
         toolgate::spawn::detach().context("cannot start a session of our own")?;
@@ -42,7 +44,7 @@ pub(crate) async fn serve(
         opts: opts.clone(),
         overrides,
     };
-    let daemon = match launch.start().await {
+    let mut daemon = match launch.start().await {
         // Spawned by a bridge that raced another starter: the data dir has
         // its engine, which is all the bridge wanted.
         Err(DaemonError::Owned { data_dir, pid }) if detach => {
@@ -55,6 +57,14 @@ pub(crate) async fn serve(
         }
         started => started?,
     };
+    if let Some(dir) = ui_dir {
+        anyhow::ensure!(
+            dir.join("index.html").is_file(),
+            "--ui-dir {}: no index.html there; build the UI first (npm --prefix ui run build)",
+            dir.display()
+        );
+        daemon.set_ui_dir(dir);
+    }
     // Whoever started us may close our stdout after the ready line; that
     // must never take the daemon down (println! would panic).
     let mut out = std::io::stdout().lock();
@@ -73,13 +83,21 @@ pub(crate) async fn serve(
             opts.http_file().display()
         );
     }
+    if let Some(url) = daemon.console_login_url() {
+        // One-time, ten minutes: `toolgate console` mints a fresh one.
+        let _ = writeln!(out, "console: {url}");
+    }
     let _ = out.flush();
     drop(out);
     let shutdown = CancellationToken::new();
     let s2 = shutdown.clone();
     tokio::spawn(async move {
         signals.wait().await;
-        tracing::info!("shutting down: finishing in-flight calls");
+        tracing::info!(
+            "shutting down within {}s: pending approvals are cancelled, calls in flight get {}s",
+            toolgate::daemon::SHUTDOWN_BOUND.as_secs(),
+            toolgate::daemon::SHUTDOWN_GRACE.as_secs()
+        );
         s2.cancel();
     });
     daemon.run(shutdown).await;
@@ -100,7 +118,11 @@ pub(crate) async fn bridge(cli: &Cli, spawn: bool) -> anyhow::Result<ExitCode> {
         None
     };
     let stream = toolgate::bridge::connect(&target, plan.as_ref()).await?;
-    toolgate::bridge::relay(stream, tokio::io::stdin(), tokio::io::stdout()).await?;
+    // Relaying ends when the MCP client stops reading (it exited): the
+    // daemon then cancels the calls it left.
+    let gone = toolgate::bridge::reader_gone(std::io::stdout().as_fd())
+        .context("cannot watch stdout for the client leaving")?;
+    toolgate::bridge::relay_until(stream, tokio::io::stdin(), tokio::io::stdout(), gone).await?;
     Ok(ExitCode::SUCCESS)
 }
 

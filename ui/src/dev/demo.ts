@@ -1,0 +1,387 @@
+/**
+ * A pretend engine for `npm run dev:demo` / `build:demo`: answers the
+ * console API from fixtures and plays a live event stream, so every view
+ * can be looked at (and screenshotted) without `toolgate serve`.
+ *
+ * URL switches (query string): `?demo=empty` an engine with nothing yet,
+ * `?demo=down` unreachable, `?demo=loading` a snapshot that never comes,
+ * `?demo=static` no live events (stable screenshots), `?demo=reloaded`
+ * shows the "fell behind" note.
+ *
+ * Dev-only: main.ts imports this behind `import.meta.env.MODE === 'demo'`.
+ */
+import { setTransport, type Method } from '../lib/api/client';
+import type {
+  ApprovalRequest,
+  CallSummary,
+  Envelope,
+  Event,
+  PolicyDoc,
+  PolicyPut,
+  PolicyTestBody,
+  Snapshot,
+} from '../lib/api/types';
+import type { EventSourceLike } from '../lib/stream';
+import * as fx from './fixtures';
+
+type Listener = (ev: { data: string }) => void;
+
+class FakeEventSource implements EventSourceLike {
+  onopen: ((ev: unknown) => void) | null = null;
+  onerror: ((ev: unknown) => void) | null = null;
+  private listeners = new Map<string, Listener[]>();
+  closed = false;
+
+  constructor(readonly url: string) {}
+
+  addEventListener(type: string, fn: Listener): void {
+    this.listeners.set(type, [...(this.listeners.get(type) ?? []), fn]);
+  }
+
+  emit(type: string, data: unknown): void {
+    if (this.closed) return;
+    for (const fn of this.listeners.get(type) ?? []) fn({ data: JSON.stringify(data) });
+  }
+
+  close(): void {
+    this.closed = true;
+  }
+}
+
+export interface Demo {
+  open(url: string): EventSourceLike;
+}
+
+function json(body: unknown, status = 200): Response {
+  return new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } });
+}
+
+function err(status: number, code: string, message: string, field?: string): Response {
+  return json({ error: { code, message, ...(field ? { field } : {}) } }, status);
+}
+
+export function install(): Demo {
+  const mode = new URLSearchParams(location.search).get('demo') ?? 'live';
+  const now = Date.now();
+  const snap: Snapshot = mode === 'empty' ? fx.emptySnapshot(now) : fx.snapshot(now);
+  let seq = snap.seq;
+  const sources: FakeEventSource[] = [];
+  const pending = new Map<number, ApprovalRequest>(snap.pending.map((p) => [p.id, p]));
+  const calls = new Map<number, CallSummary>(snap.recent_calls.map((c) => [c.call_id, c]));
+  let policy = fx.policyView();
+  let rules = fx.rules(now);
+  let nextApproval = 44;
+  let callNo = 0;
+  const r = fx.rng(99);
+
+  const emit = (event: Event, ts = Date.now()) => {
+    const env: Envelope = { seq: ++seq, ts_ms: ts, event };
+    for (const s of sources) s.emit('message', env);
+  };
+
+  const finishApproval = (id: number, status: ApprovalRequest['status'], by: string, reason?: string) => {
+    const p = pending.get(id);
+    if (!p) return false;
+    pending.delete(id);
+    emit({ type: 'approval_decided', id, tool: p.tool, status, by, ...(reason ? { reason } : {}) });
+    const c = fx.callAt(900 + id, Date.now(), r);
+    emit({
+      type: 'call_finished',
+      call_id: p.call_id,
+      tool: p.tool,
+      elapsed: Date.now() - p.created_ms,
+      outcome:
+        status === 'approved'
+          ? { status: 'ok', is_error: false, size: c.output_size }
+          : status === 'timed_out'
+            ? { status: 'err', kind: 'approval_timed_out', message: 'nobody approved the call in time' }
+            : { status: 'err', kind: 'denied', message: `a person denied the call${reason ? `: ${reason}` : ''}` },
+    });
+    return true;
+  };
+
+  const route = async (method: Method, path: string, body: unknown): Promise<Response> => {
+    if (mode === 'down') throw new TypeError('Failed to fetch');
+    const url = new URL(path, location.origin);
+    const p = url.pathname;
+    let m: RegExpExecArray | null;
+    if (p === '/api/snapshot') {
+      if (mode === 'loading') return new Promise<Response>(() => {});
+      const fresh = mode === 'empty' ? fx.emptySnapshot(now) : fx.snapshot(now);
+      return json({ ...fresh, seq, pending: [...pending.values()] });
+    }
+    if ((m = /^\/api\/calls\/(\d+)$/.exec(p))) {
+      const c = calls.get(Number(m[1])) ?? fx.callAt(Number(m[1]), Date.now(), r);
+      return json(fx.callDetail(c));
+    }
+    if (p === '/api/audit') {
+      const before = Number(url.searchParams.get('before') ?? Infinity);
+      const tool = url.searchParams.get('tool');
+      const outcome = url.searchParams.get('outcome');
+      const caller = url.searchParams.get('caller');
+      const all = fx.recentCalls(now, 1500).filter(
+        (c) =>
+          c.id < before &&
+          (!tool || c.tool.includes(tool)) &&
+          (!caller || c.caller.includes(caller)) &&
+          (!outcome || c.outcome === outcome || (outcome === 'denied' && c.error_kind === 'denied')),
+      );
+      const limit = Number(url.searchParams.get('limit') ?? 100);
+      const rows = all.slice(0, limit);
+      return json({ rows, next_before: rows.length === limit ? (rows[rows.length - 1]?.id ?? null) : null });
+    }
+    if ((m = /^\/api\/approvals\/(\d+)$/.exec(p))) {
+      const id = Number(m[1]);
+      const req = pending.get(id) ?? snap.recent_approvals.find((x) => x.id === id);
+      if (!req) return err(404, 'not_found', `No approval request #${id}.`);
+      const recent = fx.recentCalls(now, 60).filter((c) => c.tool === req.tool || c.tool === 'fs_read').slice(0, 6);
+      return json({ request: req, caller_recent: recent });
+    }
+    if ((m = /^\/api\/approvals\/(\d+)\/(approve|deny|scope)$/.exec(p))) {
+      const id = Number(m[1]);
+      const b = (body ?? {}) as { reason?: string; scope?: string; always?: { scope: string; ttl_s?: number } };
+      const req = pending.get(id);
+      if (m[2] === 'scope') {
+        const scope = b.scope ?? '';
+        const covers = !/tool=(?!\*|shell|fs|github|db|slack)/.test(scope);
+        return json({
+          text: scope.replace(/^tool(?=,|$)/, `tool=${req?.tool ?? 'tool'}`).replace(/,caller(?=,|$)/, `,caller=[socket client ${req?.caller.client_name ?? '?'} uid 1000]`),
+          covers_request: covers,
+          words: covers
+            ? `Every ${req?.tool ?? 'tool'} call${scope.includes('/') ? ' whose arguments match the patterns' : ''}${scope.includes('caller') ? ` from ${req?.caller.client_name ?? 'this caller'}` : ''} will be decided without asking.`
+            : 'This scope does not cover the request being decided.',
+        });
+      }
+      if (!req) return err(409, 'stale', `Approval request #${id} is already closed; nothing was changed.`);
+      const status = m[2] === 'approve' ? 'approved' : 'denied';
+      finishApproval(id, status, 'console', b.reason);
+      if (b.always) {
+        const rule = {
+          id: rules.length + 10,
+          effect: status === 'approved' ? ('allow' as const) : ('deny' as const),
+          scope: { tool: req.tool },
+          scope_text: b.always.scope,
+          reason: b.reason ?? null,
+          created_ms: Date.now(),
+          created_by: 'console',
+          from_request: id,
+          expires_ms: b.always.ttl_s ? Date.now() + b.always.ttl_s * 1000 : null,
+          revoked_ms: null,
+          hits: 0,
+          last_used_ms: null,
+        };
+        rules = [rule, ...rules];
+        emit({ type: 'approval_rule_changed', rule_id: rule.id, change: 'added', effect: rule.effect, scope: rule.scope_text });
+      }
+      return json({ request: { ...req, status }, rule: null });
+    }
+    if (p === '/api/rules') return json(rules);
+    if ((m = /^\/api\/rules\/(\d+)$/.exec(p)) && method === 'DELETE') {
+      const id = Number(m[1]);
+      const rule = rules.find((x) => x.id === id);
+      if (!rule) return err(404, 'not_found', `No remembered rule #${id}.`);
+      rules = rules.filter((x) => x.id !== id);
+      emit({ type: 'approval_rule_changed', rule_id: id, change: 'revoked', effect: rule.effect, scope: rule.scope_text });
+      return json({ ...rule, revoked_ms: Date.now() });
+    }
+    if ((m = /^\/api\/breakers\/([^/]+)\/reset$/.exec(p))) {
+      const tool = decodeURIComponent(m[1] ?? '');
+      emit({ type: 'breaker_transition', tool, from: 'open', to: 'closed' });
+      return json({ reset: true });
+    }
+    if ((m = /^\/api\/servers\/([^/]+)\/restart$/.exec(p))) {
+      const name = decodeURIComponent(m[1] ?? '');
+      const s = snap.servers.find((x) => x.server === name);
+      emit({ type: 'server_status', server: name, state: 'restarting', tools: s?.tools ?? 0 });
+      setTimeout(() => emit({ type: 'server_status', server: name, state: 'ready', tools: s?.tools ?? 0 }), 1500);
+      return json({ ...(s ?? {}), state: 'restarting' });
+    }
+    if ((m = /^\/api\/servers\/([^/]+)\/stderr$/.exec(p))) {
+      const after = Number(url.searchParams.get('after') ?? 0);
+      const n = after === 0 ? 40 : Math.floor(r() * 3);
+      return json({ lines: fx.stderrLines(decodeURIComponent(m[1] ?? ''), after, n), next: after + n });
+    }
+    if ((m = /^\/api\/pins\/([^/]+)\/approve$/.exec(p))) {
+      const tool = decodeURIComponent(m[1] ?? '');
+      emit({ type: 'tool_registered', tool, source: 'mcp:web' });
+      return json({ ...fx.pinDiff(now).pin, status: 'pinned' });
+    }
+    if ((m = /^\/api\/pins\/([^/]+)$/.exec(p))) return json(fx.pinDiff(now));
+    if ((m = /^\/api\/tools\/([^/]+)$/.exec(p))) {
+      const name = decodeURIComponent(m[1] ?? '');
+      const t = fx.TOOLS.find((x) => x.name === name);
+      if (!t) return err(404, 'not_found', `No tool named ${name}.`);
+      return json(fx.toolDetail(t, now));
+    }
+    if (p === '/api/policy' && method === 'GET') return json(policy);
+    if (p === '/api/policy/validate') return json(validate(policy.doc, body as PolicyDoc));
+    if (p === '/api/policy' && method === 'PUT') {
+      const put = body as PolicyPut;
+      if (put.base_version !== policy.version) return err(409, 'stale', 'The policy changed since you loaded it; reload and redo your edit.');
+      const v = validate(policy.doc, put.doc);
+      if (!v.ok) return err(422, 'invalid', v.errors[0]?.message ?? 'invalid', v.errors[0]?.field);
+      policy = { ...policy, doc: put.doc, version: policy.version + 1 };
+      emit({ type: 'policy_reloaded', version: policy.version });
+      return json({ version: policy.version, diff: v.diff });
+    }
+    if (p === '/api/policy/test') {
+      const t = body as PolicyTestBody;
+      const cmd = JSON.stringify(t.args ?? {});
+      if (/rm\s+-r|rm\s+-f/.test(cmd)) return json({ verdict: 'ask', risk: 'critical', rule: 'default:shell-rm-recursive', reason: 'Deletes files recursively.' });
+      if (policy.doc.denied_tools.some((g) => new RegExp(`^${g.replace(/\*/g, '.*')}$`).test(t.tool)))
+        return json({ verdict: 'deny', risk: 'high', rule: 'denied_tools', reason: `${t.tool} is on the denylist.` });
+      return json({ verdict: 'allow', risk: 'low', rule: 'preset:default', reason: 'Low risk runs without asking under the default preset.' });
+    }
+    if (p === '/api/connect') return json(fx.connectInfo());
+    return err(404, 'not_found', `No such endpoint: ${method} ${p}`);
+  };
+
+  setTransport({
+    request: async (method, path, body) => {
+      await new Promise((res) => setTimeout(res, 120 + Math.random() * 200));
+      return route(method, path, body);
+    },
+  });
+
+  // --- the live stream
+  const tick = () => {
+    const n = Math.floor(r() * 4);
+    for (let i = 0; i < n; i++) {
+      const c = fx.callAt(20_000 + callNo++, Date.now(), r);
+      calls.set(c.call_id, c);
+      emit({ type: 'call_received', call_id: c.call_id, tool: c.tool, caller: c.caller, session: c.session });
+      setTimeout(
+        () =>
+          emit({
+            type: 'call_finished',
+            call_id: c.call_id,
+            tool: c.tool,
+            elapsed: c.elapsed_us,
+            outcome:
+              c.outcome === 'error'
+                ? { status: 'err', kind: c.error_kind ?? 'internal', message: c.error_message ?? '' }
+                : { status: 'ok', is_error: c.outcome === 'tool_error', size: c.output_size },
+          }),
+        Math.min(3000, c.elapsed_us / 1000),
+      );
+    }
+    for (const p of pending.values()) if (p.expires_ms <= Date.now()) finishApproval(p.id, 'timed_out', 'timeout');
+  };
+  const newApproval = () => {
+    const id = nextApproval++;
+    const req: ApprovalRequest = {
+      ...(fx.pending(Date.now())[id % 3] as ApprovalRequest),
+      id,
+      call_id: 80_000 + id,
+      created_ms: Date.now(),
+      expires_ms: Date.now() + 60_000,
+      args: { command: `npm run test -- --shard=${id % 4 + 1}/4`, cwd: '~/proj/web' },
+      tool: 'shell_exec',
+      risk: 'high',
+      rule: 'default:name(shell_exec)',
+      reason: 'Runs a shell command: anything the user can do.',
+    };
+    pending.set(id, req);
+    emit({ type: 'call_received', call_id: req.call_id, tool: req.tool, caller: 'claude-desktop · pid 48213', session: 's-3' });
+    emit({
+      type: 'approval_requested',
+      id,
+      call_id: req.call_id,
+      tool: req.tool,
+      risk: req.risk,
+      rule: req.rule,
+      reason: req.reason,
+      caller: 'claude-desktop · pid 48213',
+      expires_ms: req.expires_ms,
+    });
+  };
+
+  const burst = () => {
+    // 10,000 calls at about 2,000 a second (scripts/burst.mjs measures the page meanwhile).
+    let sent = 0;
+    const t = setInterval(() => {
+      for (let i = 0; i < 20 && sent < 10_000; i++, sent++) {
+        const c = fx.callAt(100_000 + sent, Date.now(), r);
+        emit({ type: 'call_received', call_id: c.call_id, tool: c.tool, caller: c.caller, session: c.session });
+        emit({ type: 'call_finished', call_id: c.call_id, tool: c.tool, elapsed: c.elapsed_us, outcome: { status: 'ok', is_error: false, size: c.output_size } });
+      }
+      if (sent >= 10_000) clearInterval(t);
+    }, 10);
+  };
+
+
+  if (mode === 'live' || mode === 'reloaded') {
+    setInterval(tick, 350);
+    setInterval(newApproval, 45_000);
+  }
+
+  return {
+    open(url: string) {
+      const s = new FakeEventSource(url);
+      sources.push(s);
+      setTimeout(() => {
+        s.onopen?.({});
+        // The pretend engine keeps no replay ring: start the burst once someone listens.
+        if (mode === 'burst' && sources.length === 1) burst();
+        if (mode === 'reloaded' && sources.length === 1) s.emit('reload', { seq });
+      }, 50);
+      return s;
+    },
+  };
+}
+
+function validate(before: PolicyDoc, doc: PolicyDoc): { ok: boolean; diff: string; errors: { field: string; message: string }[] } {
+  const errors: { field: string; message: string }[] = [];
+  doc.rules.forEach((rule, i) => {
+    if (!rule.tool.trim()) errors.push({ field: `rules[${i}].tool`, message: 'Give a tool-name glob, e.g. shell_exec or github__*.' });
+    if (!rule.risk && !rule.verdict) errors.push({ field: `rules[${i}]`, message: `policy.rules[${i}]: set either risk or verdict.` });
+    if (rule.regex) {
+      try {
+        new RegExp(rule.regex);
+      } catch {
+        errors.push({ field: `rules[${i}].regex`, message: `policy.rules[${i}].regex: not a valid regular expression.` });
+      }
+    }
+  });
+  doc.denied_tools.forEach((g, i) => {
+    if (!g.trim()) errors.push({ field: `denied_tools[${i}]`, message: 'An empty glob matches nothing; remove it.' });
+  });
+  const toml = (d: PolicyDoc) =>
+    [
+      ...(d.allowed_tools ? [`allowed_tools = ${JSON.stringify(d.allowed_tools)}`] : []),
+      `denied_tools = ${JSON.stringify(d.denied_tools)}`,
+      '',
+      '[policy]',
+      `preset = "${d.preset}"`,
+      ...(d.ask_at ? [`ask_at = "${d.ask_at}"`] : []),
+      ...(d.approval_timeout_s ? [`approval_timeout_s = ${d.approval_timeout_s}`] : []),
+      ...d.rules.flatMap((r) => [
+        '',
+        '[[policy.rules]]',
+        `tool = "${r.tool}"`,
+        ...(r.arg ? [`arg = "${r.arg}"`] : []),
+        ...(r.glob ? [`glob = "${r.glob}"`] : []),
+        ...(r.path ? [`path = "${r.path}"`] : []),
+        ...(r.regex ? [`regex = '${r.regex}'`] : []),
+        ...(r.risk ? [`risk = "${r.risk}"`] : []),
+        ...(r.verdict ? [`verdict = "${r.verdict}"`] : []),
+        ...(r.timeout_s ? [`timeout_s = ${r.timeout_s}`] : []),
+        ...(r.reason ? [`reason = "${r.reason}"`] : []),
+      ]),
+    ];
+  const a = toml(before);
+  const b = toml(doc);
+  const lines: string[] = [];
+  const max = Math.max(a.length, b.length);
+  let changed = false;
+  for (let i = 0; i < max; i++) {
+    if (a[i] === b[i]) lines.push(` ${a[i] ?? ''}`);
+    else {
+      changed = true;
+      if (a[i] !== undefined) lines.push(`-${a[i]}`);
+      if (b[i] !== undefined) lines.push(`+${b[i]}`);
+    }
+  }
+  const diff = changed ? ['--- toolgate.toml (running)', '+++ toolgate.toml (edited)', '@@ -1 +1 @@', ...lines].join('\n') : '';
+  return { ok: errors.length === 0, diff, errors };
+}

@@ -1,0 +1,132 @@
+import { describe, expect, it } from 'vitest';
+import {
+  breakerLook,
+  bytes,
+  callLook,
+  callerText,
+  countdown,
+  deciderWords,
+  duration,
+  endedCause,
+  errorLook,
+  healthLook,
+  percent,
+  relative,
+  riskLook,
+  secondsLeft,
+  serverDown,
+} from './format';
+import { CLAUDE } from '../dev/fixtures';
+
+describe('durations', () => {
+  it('reads µs, ms, s and minutes', () => {
+    expect(duration(0)).toBe('0 µs');
+    expect(duration(840)).toBe('840 µs');
+    expect(duration(1_000)).toBe('1 ms');
+    expect(duration(12_400)).toBe('12.4 ms');
+    expect(duration(412_000)).toBe('412 ms');
+    expect(duration(3_240_000)).toBe('3.2 s');
+    expect(duration(42_000_000)).toBe('42 s');
+    expect(duration(125_000_000)).toBe('2 min 5 s');
+    expect(duration(3_600_000_000)).toBe('1 h');
+    expect(duration(-1)).toBe('—');
+    expect(duration(Number.NaN)).toBe('—');
+  });
+
+  it('counts down as m:ss and says seconds in words', () => {
+    expect(countdown(65_000)).toBe('1:05');
+    expect(countdown(9_001)).toBe('0:10');
+    expect(countdown(-5)).toBe('0:00');
+    expect(countdown(3_725_000)).toBe('1:02:05');
+    expect(secondsLeft(12_000)).toBe('12 s');
+    expect(secondsLeft(125_000)).toBe('2 min 5 s');
+    expect(secondsLeft(120_000)).toBe('2 min');
+  });
+
+  it('says relative times', () => {
+    const now = 1_000_000_000;
+    expect(relative(now - 1_000, now)).toBe('just now');
+    expect(relative(now - 12_000, now)).toBe('12 s ago');
+    expect(relative(now - 5 * 60_000, now)).toBe('5 min ago');
+    expect(relative(now - 3 * 3_600_000, now)).toBe('3 h ago');
+    expect(relative(now - 2 * 86_400_000, now)).toBe('2 d ago');
+    expect(relative(now + 30_000, now)).toBe('in 30 s');
+  });
+
+  it('reads bytes and percentages', () => {
+    expect(bytes(0)).toBe('0 B');
+    expect(bytes(512)).toBe('512 B');
+    expect(bytes(1536)).toBe('1.5 KB');
+    expect(bytes(12 * 1024 * 1024)).toBe('12 MB');
+    expect(bytes(-3)).toBe('—');
+    expect(percent(0)).toBe('0%');
+    expect(percent(4.23)).toBe('4.2%');
+    expect(percent(62.5)).toBe('63%');
+  });
+});
+
+describe('states always have a word and an icon', () => {
+  it('risk', () => {
+    expect(riskLook('critical')).toEqual({ tone: 'danger', icon: 'octagon', word: 'Critical' });
+    expect(riskLook('medium').tone).toBe('warn');
+    expect(riskLook('high').tone).toBe('high');
+    expect(riskLook('low').tone).toBe('info');
+  });
+
+  it('call outcomes by error class', () => {
+    expect(callLook({ outcome: 'ok' }).word).toBe('OK');
+    expect(callLook({ outcome: 'running' }).tone).toBe('info');
+    expect(callLook({ outcome: 'tool_error' }).word).toBe('Tool error');
+    expect(callLook({ outcome: 'error', error_kind: 'approval_timed_out' })).toMatchObject({ tone: 'high', word: 'Timed out' });
+    expect(callLook({ outcome: 'error', error_kind: 'denied' })).toMatchObject({ tone: 'danger', word: 'Denied' });
+    expect(callLook({ outcome: 'error', error_kind: null }).word).toBe('Error');
+    expect(errorLook('breaker_open').word).toBe('Breaker open');
+  });
+
+  it('every look carries a word and an icon', () => {
+    const looks = [
+      breakerLook('open'),
+      breakerLook('half_open'),
+      breakerLook('closed'),
+      healthLook(0),
+      healthLook(5),
+      healthLook(15),
+      healthLook(60),
+      ...(['low', 'medium', 'high', 'critical'] as const).map(riskLook),
+    ];
+    for (const l of looks) {
+      expect(l.word.length).toBeGreaterThan(0);
+      expect(l.icon.length).toBeGreaterThan(0);
+    }
+    expect(breakerLook('half_open').word).toBe('Half-open');
+    expect(healthLook(30).word).toBe('Failing');
+  });
+
+  it('servers count as down while failed or restarting', () => {
+    expect(serverDown('failed')).toBe(true);
+    expect(serverDown('restarting')).toBe(true);
+    expect(serverDown('stopped')).toBe(false);
+    expect(serverDown('ready')).toBe(false);
+  });
+});
+
+describe('words about people and causes', () => {
+  it('names the caller', () => {
+    expect(callerText(CLAUDE)).toBe('claude-desktop · pid 48213');
+    expect(callerText({ ...CLAUDE, exe: '/usr/bin/python3' })).toBe('claude-desktop · python3 · pid 48213');
+    expect(callerText({ via: 'cli', pid: null, uid: null, exe: null, client_name: null, agent_id: null })).toBe('cli');
+  });
+
+  it('says who decided elsewhere', () => {
+    expect(deciderWords('cli pid 4242 (/usr/bin/toolgate)')).toBe('from the CLI (pid 4242)');
+    expect(deciderWords('tray')).toBe('from the tray');
+    expect(deciderWords(null)).toBe('elsewhere');
+  });
+
+  it('explains how a request ended', () => {
+    expect(endedCause('timed_out', 'timeout', null, false)).toMatch(/^Timed out/);
+    expect(endedCause('expired', 'caller', null, false)).toBe('Cancelled — the agent left before a decision');
+    expect(endedCause('approved', 'tray', null, false)).toBe('Approved from the tray');
+    expect(endedCause('denied', 'console', 'not on main', true)).toBe('Denied by you — “not on main”');
+  });
+});

@@ -1,0 +1,342 @@
+/**
+ * How figures and states read on screen. Every state comes with a word and
+ * an icon, never colour alone (UI.md "Colours").
+ */
+import type {
+  ApprovalStatus,
+  BreakerState,
+  CallerInfo,
+  ErrorKind,
+  Risk,
+  ServerState,
+  Trust,
+} from './api/types';
+import type { IconName } from './icons';
+
+/** A colour token of the design system. */
+export type Tone = 'ok' | 'warn' | 'high' | 'danger' | 'info' | 'changed' | 'muted';
+
+/** What a state looks like: a tone, an icon and a word. */
+export interface Look {
+  tone: Tone;
+  icon: IconName;
+  word: string;
+}
+
+const nf0 = new Intl.NumberFormat('en', { maximumFractionDigits: 0 });
+const nf1 = new Intl.NumberFormat('en', { maximumFractionDigits: 1 });
+
+/** A duration in microseconds: `840 µs`, `12.4 ms`, `3.2 s`, `2 min 5 s`. */
+export function duration(us: number): string {
+  if (!Number.isFinite(us) || us < 0) return '—';
+  if (us < 1_000) return `${nf0.format(us)} µs`;
+  if (us < 1_000_000) {
+    const ms = us / 1_000;
+    return `${ms < 100 ? nf1.format(ms) : nf0.format(ms)} ms`;
+  }
+  const s = us / 1_000_000;
+  if (s < 60) return `${s < 10 ? nf1.format(s) : nf0.format(s)} s`;
+  const m = Math.floor(s / 60);
+  const rest = Math.round(s - m * 60);
+  if (m < 60) return rest ? `${m} min ${rest} s` : `${m} min`;
+  const h = Math.floor(m / 60);
+  const rm = m - h * 60;
+  return rm ? `${h} h ${rm} min` : `${h} h`;
+}
+
+/** Milliseconds as a duration. */
+export function durationMs(ms: number): string {
+  return duration(ms * 1_000);
+}
+
+/** A countdown: `1:05`, `0:09`, `12:00`; `0:00` once past. */
+export function countdown(ms: number): string {
+  const total = Math.max(0, Math.ceil(ms / 1_000));
+  const m = Math.floor(total / 60);
+  const s = total % 60;
+  if (m >= 60) return `${Math.floor(m / 60)}:${String(m % 60).padStart(2, '0')}:${String(s).padStart(2, '0')}`;
+  return `${m}:${String(s).padStart(2, '0')}`;
+}
+
+/** Seconds left, in words: `12 s`, `2 min 5 s` (for "probe in 12 s", "retrying in 4 s"). */
+export function secondsLeft(ms: number): string {
+  const s = Math.max(0, Math.ceil(ms / 1_000));
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60);
+  const r = s % 60;
+  return r ? `${m} min ${r} s` : `${m} min`;
+}
+
+/** A past time relative to now: `just now`, `12 s ago`, `5 min ago`, `3 h ago`, `2 d ago`. */
+export function relative(ts_ms: number, now_ms: number): string {
+  const d = now_ms - ts_ms;
+  if (d < 0) {
+    const ahead = -d;
+    if (ahead < 5_000) return 'just now';
+    return `in ${secondsLeft(ahead)}`;
+  }
+  if (d < 5_000) return 'just now';
+  if (d < 60_000) return `${Math.floor(d / 1_000)} s ago`;
+  if (d < 3_600_000) return `${Math.floor(d / 60_000)} min ago`;
+  if (d < 86_400_000) return `${Math.floor(d / 3_600_000)} h ago`;
+  return `${Math.floor(d / 86_400_000)} d ago`;
+}
+
+const pad2 = (n: number) => String(n).padStart(2, '0');
+
+/** Clock time with seconds (`14:03:27`), local. */
+export function clock(ts_ms: number): string {
+  const d = new Date(ts_ms);
+  return `${pad2(d.getHours())}:${pad2(d.getMinutes())}:${pad2(d.getSeconds())}`;
+}
+
+/** Clock time with milliseconds (`14:03:27.042`) for the live feed. */
+export function clockMs(ts_ms: number): string {
+  return `${clock(ts_ms)}.${String(new Date(ts_ms).getMilliseconds()).padStart(3, '0')}`;
+}
+
+/** Date and time (`2026-05-04 14:03:27`), local. */
+export function dateTime(ts_ms: number): string {
+  const d = new Date(ts_ms);
+  return `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())} ${clock(ts_ms)}`;
+}
+
+/** Bytes: `0 B`, `512 B`, `1.5 KB`, `12 MB` (1 KB = 1024 B). */
+export function bytes(n: number): string {
+  if (!Number.isFinite(n) || n < 0) return '—';
+  if (n < 1024) return `${n} B`;
+  const units = ['KB', 'MB', 'GB', 'TB'];
+  let v = n / 1024;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return `${v < 10 ? nf1.format(v) : nf0.format(v)} ${units[u]}`;
+}
+
+/** A count with thousands separators. */
+export function count(n: number): string {
+  return nf0.format(n);
+}
+
+/** A percentage, 0–100: `0%`, `4.2%`, `37%`. */
+export function percent(p: number): string {
+  if (!Number.isFinite(p)) return '—';
+  return `${p > 0 && p < 10 ? nf1.format(p) : nf0.format(p)}%`;
+}
+
+/** "1 call" / "3 calls". */
+export function plural(n: number, one: string, many = `${one}s`): string {
+  return `${count(n)} ${n === 1 ? one : many}`;
+}
+
+// ---------------------------------------------------------------- states
+
+const RISK: Record<Risk, Look> = {
+  low: { tone: 'info', icon: 'shield', word: 'Low' },
+  medium: { tone: 'warn', icon: 'shield-alert', word: 'Medium' },
+  high: { tone: 'high', icon: 'alert', word: 'High' },
+  critical: { tone: 'danger', icon: 'octagon', word: 'Critical' },
+};
+
+export function riskLook(r: Risk): Look {
+  return RISK[r];
+}
+
+const RISK_RANK: Record<Risk, number> = { low: 0, medium: 1, high: 2, critical: 3 };
+export function riskRank(r: Risk): number {
+  return RISK_RANK[r];
+}
+
+const BREAKER: Record<BreakerState, Look> = {
+  closed: { tone: 'ok', icon: 'check-circle', word: 'Closed' },
+  half_open: { tone: 'warn', icon: 'half', word: 'Half-open' },
+  open: { tone: 'danger', icon: 'x-circle', word: 'Open' },
+};
+
+export function breakerLook(s: BreakerState): Look {
+  return BREAKER[s];
+}
+
+const SERVER: Record<ServerState, Look> = {
+  starting: { tone: 'info', icon: 'loader', word: 'Starting' },
+  ready: { tone: 'ok', icon: 'check-circle', word: 'Ready' },
+  restarting: { tone: 'warn', icon: 'refresh', word: 'Restarting' },
+  failed: { tone: 'danger', icon: 'x-circle', word: 'Failed' },
+  stopped: { tone: 'muted', icon: 'stop', word: 'Stopped' },
+};
+
+export function serverLook(s: ServerState): Look {
+  return SERVER[s];
+}
+
+/** A server counts as down in the header while failed or restarting. */
+export function serverDown(s: ServerState): boolean {
+  return s === 'failed' || s === 'restarting';
+}
+
+const TRUST: Record<Trust, Look> = {
+  builtin: { tone: 'ok', icon: 'box', word: 'Built-in' },
+  trusted: { tone: 'ok', icon: 'check', word: 'Trusted' },
+  external: { tone: 'warn', icon: 'globe', word: 'External' },
+  untrusted: { tone: 'danger', icon: 'alert', word: 'Untrusted' },
+};
+
+export function trustLook(t: Trust): Look {
+  return TRUST[t];
+}
+
+const APPROVAL: Record<ApprovalStatus, Look> = {
+  pending: { tone: 'warn', icon: 'clock', word: 'Waiting' },
+  approved: { tone: 'ok', icon: 'check-circle', word: 'Approved' },
+  denied: { tone: 'danger', icon: 'x-circle', word: 'Denied' },
+  timed_out: { tone: 'high', icon: 'timer-off', word: 'Timed out' },
+  expired: { tone: 'muted', icon: 'slash', word: 'Cancelled' },
+};
+
+export function approvalLook(s: ApprovalStatus): Look {
+  return APPROVAL[s];
+}
+
+/** How a finished call reads: outcome + error class → one look. */
+export interface CallEnd {
+  outcome: 'ok' | 'tool_error' | 'error' | 'running';
+  error_kind?: ErrorKind | null | undefined;
+}
+
+const ERROR_WORDS: Record<ErrorKind, Look> = {
+  unknown_tool: { tone: 'danger', icon: 'help', word: 'Unknown tool' },
+  not_allowed: { tone: 'danger', icon: 'slash', word: 'Not allowed' },
+  blocked: { tone: 'danger', icon: 'slash', word: 'Blocked' },
+  loop_detected: { tone: 'high', icon: 'repeat', word: 'Loop' },
+  invalid_args: { tone: 'high', icon: 'braces', word: 'Invalid args' },
+  guard_denied: { tone: 'danger', icon: 'shield-x', word: 'Guarded' },
+  policy_denied: { tone: 'danger', icon: 'shield-x', word: 'Policy denied' },
+  needs_approval: { tone: 'warn', icon: 'user', word: 'No approver' },
+  denied: { tone: 'danger', icon: 'user-x', word: 'Denied' },
+  approval_timed_out: { tone: 'high', icon: 'timer-off', word: 'Timed out' },
+  breaker_open: { tone: 'danger', icon: 'zap-off', word: 'Breaker open' },
+  timeout: { tone: 'high', icon: 'timer-off', word: 'Timeout' },
+  rate_limit: { tone: 'high', icon: 'gauge', word: 'Rate limited' },
+  connection: { tone: 'danger', icon: 'plug', word: 'Connection' },
+  upstream_5xx: { tone: 'danger', icon: 'server', word: 'Upstream error' },
+  tool_failed: { tone: 'danger', icon: 'x-circle', word: 'Tool failed' },
+  internal: { tone: 'danger', icon: 'bug', word: 'Internal error' },
+};
+
+export function errorLook(k: ErrorKind): Look {
+  return ERROR_WORDS[k] ?? { tone: 'danger', icon: 'x-circle', word: k };
+}
+
+export function callLook(c: CallEnd): Look {
+  switch (c.outcome) {
+    case 'running':
+      return { tone: 'info', icon: 'loader', word: 'Running' };
+    case 'ok':
+      return { tone: 'ok', icon: 'check-circle', word: 'OK' };
+    case 'tool_error':
+      return { tone: 'danger', icon: 'x-circle', word: 'Tool error' };
+    case 'error':
+      return c.error_kind ? errorLook(c.error_kind) : { tone: 'danger', icon: 'x-circle', word: 'Error' };
+  }
+}
+
+/** Error % → health on the Hystrix ramp (green → yellow → orange → red), with a word. */
+export function healthLook(error_pct: number): Look {
+  if (error_pct < 1) return { tone: 'ok', icon: 'check-circle', word: 'Healthy' };
+  if (error_pct < 10) return { tone: 'warn', icon: 'alert', word: 'Degraded' };
+  if (error_pct < 25) return { tone: 'high', icon: 'alert', word: 'Unhealthy' };
+  return { tone: 'danger', icon: 'x-circle', word: 'Failing' };
+}
+
+/** The caller in one line: client name, agent, executable's file name, pid. */
+export function callerText(c: CallerInfo): string {
+  const parts: string[] = [];
+  if (c.client_name) parts.push(c.client_name);
+  if (c.agent_id) parts.push(`agent ${c.agent_id}`);
+  const exe = c.exe ? (c.exe.split('/').pop() ?? c.exe) : null;
+  if (exe && exe !== c.client_name) parts.push(exe);
+  if (!parts.length) parts.push(c.via);
+  if (c.pid !== null) parts.push(`pid ${c.pid}`);
+  return parts.join(' · ');
+}
+
+/** Words for who closed an approval (`decided_by` as recorded: `cli pid 42 (/usr/bin/toolgate)`, `tray`, ...). */
+export function deciderWords(by: string | null | undefined): string {
+  if (!by) return 'elsewhere';
+  if (by.startsWith('cli')) {
+    const pid = /pid (\d+)/.exec(by)?.[1];
+    return pid ? `from the CLI (pid ${pid})` : 'from the CLI';
+  }
+  switch (by) {
+    case 'console':
+      return 'in a console window';
+    case 'tray':
+      return 'from the tray';
+    case 'notification':
+      return 'from a notification';
+    case 'timeout':
+      return 'by the timeout';
+    case 'startup':
+      return 'when toolgate restarted';
+    case 'shutdown':
+      return 'when toolgate shut down';
+    case 'caller':
+      return 'by the agent';
+    default:
+      return `by ${by}`;
+  }
+}
+
+/** Why a request ended, in one sentence a person reads. `mine` = this window decided it. */
+export function endedCause(
+  status: ApprovalStatus,
+  by: string | null | undefined,
+  reason: string | null | undefined,
+  mine: boolean,
+): string {
+  const why = reason ? ` — “${reason}”` : '';
+  switch (status) {
+    case 'pending':
+      return 'Waiting for a decision';
+    case 'approved':
+      return mine ? `Approved by you${why}` : `Approved ${deciderWords(by)}${why}`;
+    case 'denied':
+      return mine ? `Denied by you${why}` : `Denied ${deciderWords(by)}${why}`;
+    case 'timed_out':
+      return 'Timed out — nobody answered, so the call was denied';
+    case 'expired':
+      if (by === 'caller') return 'Cancelled — the agent left before a decision';
+      if (by === 'startup') return 'Closed — toolgate restarted while it waited';
+      if (by === 'shutdown') return 'Closed — toolgate shut down while it waited';
+      return `Cancelled${reason ? ` — ${reason}` : ''}`;
+  }
+}
+
+/** How a request ended, short enough for a list row. */
+export function endedShort(status: ApprovalStatus, by: string | null | undefined, mine: boolean): string {
+  switch (status) {
+    case 'pending':
+      return 'Waiting';
+    case 'approved':
+    case 'denied':
+      return mine ? 'By you' : deciderWords(by).replace(/^./, (c) => c.toUpperCase());
+    case 'timed_out':
+      return 'Nobody answered in time';
+    case 'expired':
+      return by === 'caller' ? 'The agent left' : by === 'startup' ? 'toolgate restarted' : by === 'shutdown' ? 'toolgate shut down' : 'Closed';
+  }
+}
+
+/** Short text for a JSON value (used in tables). */
+export function preview(v: unknown, max = 80): string {
+  let s: string;
+  try {
+    s = typeof v === 'string' ? v : JSON.stringify(v);
+  } catch {
+    s = String(v);
+  }
+  if (s === undefined) s = String(v);
+  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+}

@@ -1,0 +1,582 @@
+/**
+ * Everything the console shows, kept live: loaded from a snapshot, then
+ * changed by the event stream. Envelopes are queued and applied together
+ * once per animation frame, so a burst of a thousand calls costs one paint.
+ *
+ * Events carry no call content (UI.md "Feeding it live"): arguments and
+ * outputs are fetched when a row is opened; here we keep what the stream
+ * says — who, which tool, how it ended, how long.
+ */
+import type {
+  ApprovalRequest,
+  ApprovalStatus,
+  BreakerView,
+  CallSummary,
+  EngineInfo,
+  Envelope,
+  ErrorKind,
+  Event,
+  LoopLevel,
+  PinRecord,
+  PolicySummary,
+  Risk,
+  ServerStatus,
+  Snapshot,
+  StageName,
+  ToolSummary,
+} from '../api/types';
+import { callerText, serverDown } from '../format';
+import { Ring } from '../ring';
+import { bump, countsAsFailure, errorPct, isNeutral, sparkFrom, type Spark } from '../spark';
+import type { ConnStatus, ResetReason, StreamSink } from '../stream';
+
+/** One approval request as the console lists it. */
+export interface ApprovalItem {
+  id: number;
+  call_id: number;
+  tool: string;
+  risk: Risk;
+  rule: string;
+  reason: string;
+  caller: string;
+  created_ms: number;
+  expires_ms: number;
+  status: ApprovalStatus;
+  decided_ms: number | null;
+  decided_by: string | null;
+  decision_reason: string | null;
+  rule_id: number | null;
+  /** Decided from this window. */
+  mine: boolean;
+  /** The full request (arguments etc.) when known. */
+  request: ApprovalRequest | null;
+}
+
+/** One call in the live feed. */
+export interface LiveRow {
+  call_id: number;
+  ts_ms: number;
+  tool: string;
+  caller: string;
+  session: string;
+  outcome: 'running' | 'ok' | 'tool_error' | 'error';
+  error_kind: ErrorKind | null;
+  error_message: string | null;
+  elapsed_us: number | null;
+  stages: [StageName, number][] | null;
+  output_size: number | null;
+}
+
+/** A passing note (loop guard) shown in the feed. */
+export interface Notice {
+  seq: number;
+  ts_ms: number;
+  level: LoopLevel;
+  tool: string;
+  session: string;
+}
+
+export interface ReloadNote {
+  at_ms: number;
+  why: ResetReason;
+}
+
+export type Scheduler = (flush: () => void) => void;
+
+export interface StoreOptions {
+  /** Live rows kept in the page. */
+  capacity?: number;
+  /** How a flush is scheduled; default: the next animation frame. */
+  schedule?: Scheduler;
+  now?: () => number;
+}
+
+export const LIVE_CAPACITY = 100_000;
+const RECENT_APPROVALS = 50;
+const NOTICES = 20;
+
+const defaultSchedule: Scheduler = (fn) => {
+  if (typeof requestAnimationFrame === 'function') requestAnimationFrame(() => fn());
+  else setTimeout(fn, 16);
+};
+
+function itemFromRequest(r: ApprovalRequest): ApprovalItem {
+  return {
+    id: r.id,
+    call_id: r.call_id,
+    tool: r.tool,
+    risk: r.risk,
+    rule: r.rule,
+    reason: r.reason,
+    caller: callerText(r.caller),
+    created_ms: r.created_ms,
+    expires_ms: r.expires_ms,
+    status: r.status,
+    decided_ms: r.decided_ms,
+    decided_by: r.decided_by,
+    decision_reason: r.decision_reason,
+    rule_id: r.rule_id,
+    mine: false,
+    request: r,
+  };
+}
+
+function rowFromSummary(c: CallSummary): LiveRow {
+  return {
+    call_id: c.call_id,
+    ts_ms: c.ts_ms,
+    tool: c.tool,
+    caller: c.caller,
+    session: c.session,
+    outcome: c.outcome,
+    error_kind: c.error_kind ?? null,
+    error_message: c.error_message ?? null,
+    elapsed_us: c.elapsed_us,
+    stages: c.stages,
+    output_size: c.output_size,
+  };
+}
+
+function bySoonest(a: ApprovalItem, b: ApprovalItem): number {
+  return a.expires_ms - b.expires_ms || a.id - b.id;
+}
+
+export class ConsoleStore implements StreamSink {
+  // --- connection
+  conn = $state<ConnStatus>({ kind: 'connecting' });
+  loaded = $state(false);
+  reloaded = $state<ReloadNote | null>(null);
+  /** Data is being shown but the stream is not live: grey it and say so. */
+  stale = $derived(this.loaded && this.conn.kind !== 'live');
+
+  // --- state
+  engine = $state<EngineInfo | null>(null);
+  pending = $state<ApprovalItem[]>([]);
+  recent = $state<ApprovalItem[]>([]);
+  breakers = $state<BreakerView[]>([]);
+  /** Live spark per tool (not part of the proxied state: replaced whole). */
+  sparks = $state.raw<Record<string, Spark>>({});
+  /** When each open breaker admits a probe (unix ms). */
+  probeAt = $state<Record<string, number>>({});
+  servers = $state<ServerStatus[]>([]);
+  quarantined = $state<PinRecord[]>([]);
+  tools = $state<ToolSummary[]>([]);
+  policy = $state<PolicySummary | null>(null);
+  callsTotal = $state(0);
+  callsFailed = $state(0);
+  notices = $state<Notice[]>([]);
+  /** Remembered rules changed since the Policy view last loaded them. */
+  rulesVersion = $state(0);
+
+  /** The live feed: a bounded ring (not proxied; `liveVersion` says when it changed). */
+  readonly live: Ring<LiveRow>;
+  liveVersion = $state(0);
+  private liveIndex = new Map<number, LiveRow>();
+
+  counters = $derived({
+    pending: this.pending.length,
+    open_breakers: this.breakers.filter((b) => b.state === 'open').length,
+    quarantined: this.quarantined.length,
+    servers_down: this.servers.filter((s) => serverDown(s.state)).length,
+  });
+
+  private queue: Envelope[] = [];
+  private scheduled = false;
+  private readonly schedule: Scheduler;
+  private readonly now: () => number;
+  private readonly mine = new Set<number>();
+  private readonly listeners = new Set<(env: Envelope) => void>();
+
+  constructor(opts: StoreOptions = {}) {
+    this.live = new Ring<LiveRow>(opts.capacity ?? LIVE_CAPACITY);
+    this.schedule = opts.schedule ?? defaultSchedule;
+    this.now = opts.now ?? (() => Date.now());
+  }
+
+  /** Called for every envelope applied, after it is applied (toasts, the decision guard). */
+  onEvent(fn: (env: Envelope) => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  /** This window is deciding request `id` (so its end reads "by you"). */
+  markMine(id: number): void {
+    this.mine.add(id);
+  }
+
+  // ------------------------------------------------------------ StreamSink
+
+  status(s: ConnStatus): void {
+    this.conn = s;
+  }
+
+  reset(snap: Snapshot, why: ResetReason): void {
+    // Anything queued belongs to the world before this snapshot.
+    this.queue = [];
+    const now = this.now();
+    this.engine = snap.engine;
+    this.pending = snap.pending.map(itemFromRequest).sort(bySoonest);
+    this.recent = snap.recent_approvals.map((r) => ({ ...itemFromRequest(r), mine: this.mine.has(r.id) }));
+    this.breakers = snap.breakers;
+    const sparks: Record<string, Spark> = {};
+    const probeAt: Record<string, number> = {};
+    for (const b of snap.breakers) {
+      sparks[b.tool] = sparkFrom(b.spark, b.spark_errors, now);
+      if (b.retry_in_ms !== null) probeAt[b.tool] = now + b.retry_in_ms;
+    }
+    this.sparks = sparks;
+    this.probeAt = probeAt;
+    this.servers = snap.servers;
+    this.quarantined = snap.quarantined;
+    this.tools = snap.tools;
+    this.policy = snap.policy;
+    this.callsTotal = snap.counters.calls_total;
+    this.callsFailed = snap.counters.calls_failed;
+    this.mergeRecentCalls(snap.recent_calls);
+    this.loaded = true;
+    this.reloaded = why === 'initial' ? null : { at_ms: now, why };
+    this.rulesVersion++;
+  }
+
+  push(env: Envelope): void {
+    this.queue.push(env);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      this.schedule(() => this.flush());
+    }
+  }
+
+  /** Applies everything queued (one frame's worth). */
+  flush(): void {
+    this.scheduled = false;
+    const batch = this.queue;
+    this.queue = [];
+    if (!batch.length) return;
+    let liveChanged = false;
+    for (const env of batch) liveChanged = this.apply(env) || liveChanged;
+    if (liveChanged) this.liveVersion++;
+    for (const env of batch) for (const fn of this.listeners) fn(env);
+  }
+
+  /** Rows in the live ring, read reactively (the ring itself is not a proxy). */
+  get liveSize(): number {
+    void this.liveVersion;
+    return this.live.length;
+  }
+
+  /** A copy of the live row of a call, read reactively; null once it left the ring. */
+  liveRow(callId: number): LiveRow | null {
+    void this.liveVersion;
+    const r = this.liveIndex.get(callId);
+    return r ? { ...r } : null;
+  }
+
+  /** Envelopes waiting for the next frame (tests, diagnostics). */
+  get queued(): number {
+    return this.queue.length;
+  }
+
+  dismissReload(): void {
+    this.reloaded = null;
+  }
+
+  // ------------------------------------------------------------ applying events
+
+  /** Applies one envelope; true when the live feed changed. */
+  private apply(env: Envelope): boolean {
+    const e: Event = env.event;
+    switch (e.type) {
+      case 'call_received':
+        this.addLive({
+          call_id: e.call_id,
+          ts_ms: env.ts_ms,
+          tool: e.tool,
+          caller: e.caller,
+          session: e.session,
+          outcome: 'running',
+          error_kind: null,
+          error_message: null,
+          elapsed_us: null,
+          stages: null,
+          output_size: null,
+        });
+        return true;
+      case 'call_finished':
+        this.finishCall(env.ts_ms, e);
+        return true;
+      case 'approval_requested':
+        this.requested(env.ts_ms, e);
+        return false;
+      case 'approval_decided':
+        this.decided(env.ts_ms, e);
+        return false;
+      case 'breaker_transition':
+        this.transition(env.ts_ms, e.tool, e.to);
+        return false;
+      case 'server_status':
+        this.serverStatus(e);
+        return false;
+      case 'tool_registered':
+      case 'tool_replaced':
+        this.toolSeen(e.tool, e.source);
+        return false;
+      case 'tool_unregistered':
+        this.tools = this.tools.filter((t) => t.name !== e.tool);
+        return false;
+      case 'tool_quarantined':
+        this.toolQuarantined(env.ts_ms, e);
+        return false;
+      case 'approval_rule_changed':
+        this.rulesVersion++;
+        return false;
+      case 'policy_reloaded':
+        if (this.policy) this.policy.version = e.version;
+        return false;
+      case 'loop_guard':
+        this.notices = [{ seq: env.seq, ts_ms: env.ts_ms, level: e.level, tool: e.tool, session: e.session }, ...this.notices].slice(
+          0,
+          NOTICES,
+        );
+        return false;
+      case 'call_stage':
+      case 'call_retry':
+        return false;
+    }
+  }
+
+  private addLive(row: LiveRow): void {
+    const evicted = this.live.push(row);
+    if (evicted && this.liveIndex.get(evicted.call_id) === evicted) this.liveIndex.delete(evicted.call_id);
+    this.liveIndex.set(row.call_id, row);
+  }
+
+  /** Adds a snapshot's recent calls that the ring does not hold yet, keeping time order. */
+  private mergeRecentCalls(calls: CallSummary[]): void {
+    const fresh = calls.filter((c) => !this.liveIndex.has(c.call_id)).sort((a, b) => a.ts_ms - b.ts_ms || a.call_id - b.call_id);
+    if (!fresh.length) {
+      // Known rows may have finished meanwhile.
+      for (const c of calls) this.completeRow(this.liveIndex.get(c.call_id), c);
+      this.liveVersion++;
+      return;
+    }
+    const last = this.live.last();
+    if (!last || (fresh[0] && fresh[0].ts_ms >= last.ts_ms)) {
+      for (const c of fresh) this.addLive(rowFromSummary(c));
+    } else {
+      // Interleave: rebuild in order (rare: a reload after missing events).
+      const all = [...this.live.toArray(), ...fresh.map(rowFromSummary)].sort((a, b) => a.ts_ms - b.ts_ms || a.call_id - b.call_id);
+      this.live.clear();
+      this.liveIndex.clear();
+      for (const r of all) this.addLive(r);
+    }
+    for (const c of calls) this.completeRow(this.liveIndex.get(c.call_id), c);
+    this.liveVersion++;
+  }
+
+  private completeRow(row: LiveRow | undefined, c: CallSummary): void {
+    if (!row || row.outcome !== 'running') return;
+    Object.assign(row, rowFromSummary(c));
+  }
+
+  private finishCall(ts_ms: number, e: Extract<Event, { type: 'call_finished' }>): void {
+    let row = this.liveIndex.get(e.call_id);
+    if (!row) {
+      // Received before our snapshot, finished after it.
+      row = {
+        call_id: e.call_id,
+        ts_ms: ts_ms - Math.round(e.elapsed / 1_000),
+        tool: e.tool,
+        caller: '',
+        session: '',
+        outcome: 'running',
+        error_kind: null,
+        error_message: null,
+        elapsed_us: null,
+        stages: null,
+        output_size: null,
+      };
+      this.addLive(row);
+    }
+    const o = e.outcome;
+    row.elapsed_us = e.elapsed;
+    if (o.status === 'ok') {
+      row.outcome = o.is_error ? 'tool_error' : 'ok';
+      row.output_size = o.size;
+    } else {
+      row.outcome = 'error';
+      row.error_kind = o.kind;
+      row.error_message = o.message;
+    }
+    this.callsTotal++;
+    if (row.outcome !== 'ok') this.callsFailed++;
+    this.breakerCall(ts_ms, e.tool, o);
+  }
+
+  private breakerCall(ts_ms: number, tool: string, o: Extract<Event, { type: 'call_finished' }>['outcome']): void {
+    const b = this.breakers.find((x) => x.tool === tool);
+    if (!b || isNeutral(o)) return;
+    const failed = countsAsFailure(o);
+    const spark = bump(this.sparks[tool] ?? sparkFrom([], [], ts_ms), ts_ms, failed);
+    this.sparks = { ...this.sparks, [tool]: spark };
+    b.calls++;
+    if (failed) {
+      b.failures++;
+      if (o.status === 'err') b.last_error = o.message;
+      else b.last_error = 'The tool reported an error';
+    }
+    b.error_pct = errorPct(spark, b.window_s);
+  }
+
+  private requested(ts_ms: number, e: Extract<Event, { type: 'approval_requested' }>): void {
+    if (this.pending.some((p) => p.id === e.id)) return;
+    const item: ApprovalItem = {
+      id: e.id,
+      call_id: e.call_id,
+      tool: e.tool,
+      risk: e.risk,
+      rule: e.rule,
+      reason: e.reason,
+      caller: e.caller,
+      created_ms: ts_ms,
+      expires_ms: e.expires_ms,
+      status: 'pending',
+      decided_ms: null,
+      decided_by: null,
+      decision_reason: null,
+      rule_id: null,
+      mine: false,
+      request: null,
+    };
+    this.pending = [...this.pending, item].sort(bySoonest);
+  }
+
+  private decided(ts_ms: number, e: Extract<Event, { type: 'approval_decided' }>): void {
+    const i = this.pending.findIndex((p) => p.id === e.id);
+    const base: ApprovalItem | undefined = i >= 0 ? this.pending[i] : this.recent.find((r) => r.id === e.id);
+    const ended: ApprovalItem = {
+      ...(base ?? {
+        id: e.id,
+        call_id: 0,
+        tool: e.tool,
+        risk: 'medium' as Risk,
+        rule: '',
+        reason: '',
+        caller: '',
+        created_ms: ts_ms,
+        expires_ms: ts_ms,
+        request: null,
+      }),
+      status: e.status,
+      decided_ms: ts_ms,
+      decided_by: e.by ?? null,
+      decision_reason: e.reason ?? null,
+      rule_id: e.rule_id ?? null,
+      mine: this.mine.has(e.id),
+    } as ApprovalItem;
+    if (i >= 0) this.pending = this.pending.filter((p) => p.id !== e.id);
+    this.recent = [ended, ...this.recent.filter((r) => r.id !== e.id)].slice(0, RECENT_APPROVALS);
+  }
+
+  private transition(ts_ms: number, tool: string, to: BreakerView['state']): void {
+    let b = this.breakers.find((x) => x.tool === tool);
+    if (!b) {
+      b = {
+        tool,
+        state: to,
+        failures: 0,
+        threshold: 5,
+        window_s: 60,
+        cooldown_s: 30,
+        error_pct: 0,
+        calls: 0,
+        retry_in_ms: null,
+        last_error: null,
+        spark: [],
+      };
+      this.breakers.push(b);
+      b = this.breakers[this.breakers.length - 1] as BreakerView;
+    }
+    b.state = to;
+    const probeAt = { ...this.probeAt };
+    if (to === 'open') {
+      b.retry_in_ms = b.cooldown_s * 1_000;
+      probeAt[tool] = ts_ms + b.cooldown_s * 1_000;
+    } else {
+      b.retry_in_ms = null;
+      delete probeAt[tool];
+      if (to === 'closed') b.failures = 0;
+    }
+    this.probeAt = probeAt;
+  }
+
+  /** A breaker was reset from this window: close it without waiting for the event. */
+  breakerReset(tool: string): void {
+    this.transition(this.now(), tool, 'closed');
+  }
+
+  private serverStatus(e: Extract<Event, { type: 'server_status' }>): void {
+    const s = this.servers.find((x) => x.server === e.server);
+    if (s) {
+      if (e.state === 'restarting' && s.state !== 'restarting') s.restarts++;
+      s.state = e.state;
+      s.tools = e.tools;
+      if (e.error !== undefined) s.last_error = e.error;
+      else if (e.state === 'ready') s.last_error = null;
+    } else {
+      this.servers.push({
+        server: e.server,
+        state: e.state,
+        tools: e.tools,
+        last_error: e.error ?? null,
+        quarantined: 0,
+        restarts: 0,
+        pid: null,
+      });
+    }
+  }
+
+  private toolSeen(name: string, source: string): void {
+    const t = this.tools.find((x) => x.name === name);
+    if (t) {
+      t.source = source;
+      if (t.state === 'quarantined') t.state = 'active';
+    } else {
+      this.tools.push({
+        name,
+        summary: '',
+        source,
+        trust: source === 'builtin' ? 'builtin' : 'external',
+        risk: 'low',
+        state: 'active',
+        annotations: {},
+      });
+    }
+    // A re-registered tool is no longer held back.
+    this.quarantined = this.quarantined.filter((q) => q.name !== name);
+  }
+
+  private toolQuarantined(ts_ms: number, e: Extract<Event, { type: 'tool_quarantined' }>): void {
+    const t = this.tools.find((x) => x.name === e.tool);
+    if (t) t.state = 'quarantined';
+    if (this.quarantined.some((q) => q.name === e.tool)) return;
+    const rawName = e.tool.startsWith(`${e.server}__`) ? e.tool.slice(e.server.length + 2) : e.tool;
+    this.quarantined.push({
+      server: e.server,
+      tool: rawName,
+      name: e.tool,
+      status: 'quarantined',
+      approved: null,
+      pending: null,
+      first_seen_ms: ts_ms,
+      approved_ms: null,
+      pending_since_ms: ts_ms,
+    });
+  }
+
+  /** A pin was accepted from this window. */
+  pinAccepted(name: string): void {
+    this.quarantined = this.quarantined.filter((q) => q.name !== name);
+    const t = this.tools.find((x) => x.name === name);
+    if (t) t.state = 'active';
+  }
+}

@@ -1,0 +1,158 @@
+import { act, fireEvent, render, screen, waitFor, within } from '@testing-library/svelte';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import Approvals from './Approvals.svelte';
+import { controller } from '../lib/controller.svelte';
+import { emptySnapshot, snapshot } from '../dev/fixtures';
+import { fakeEngine, testStore } from '../test/harness';
+import type { ApprovalDetail } from '../lib/api/types';
+
+const NOW = Date.now();
+
+function engine() {
+  const snap = snapshot(NOW);
+  return fakeEngine((c) => {
+    const m = /^\/api\/approvals\/(\d+)$/.exec(c.path);
+    if (m) {
+      const request = [...snap.pending, ...snap.recent_approvals].find((r) => r.id === Number(m[1]));
+      return { request, caller_recent: snap.recent_calls.slice(0, 3) } satisfies Partial<ApprovalDetail>;
+    }
+    if (c.path.endsWith('/approve') || c.path.endsWith('/deny')) return { request: snap.pending[0], rule: null };
+    return {};
+  });
+}
+
+describe('Approvals', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['performance', 'Date', 'setTimeout', 'clearTimeout'], shouldAdvanceTime: true });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('says so when nothing waits', () => {
+    fakeEngine();
+    const t = testStore();
+    t.store.reset(emptySnapshot(NOW), 'initial');
+    render(Approvals, { context: t.context });
+    expect(screen.getByText('No calls waiting.')).toBeInTheDocument();
+    expect(screen.getByText('Calls that need a person appear here and as a notification.')).toBeInTheDocument();
+  });
+
+  it('lists waiting requests soonest first with risk words, and shows the selected one in words', async () => {
+    engine();
+    const t = testStore();
+    t.store.reset(snapshot(NOW), 'initial');
+    render(Approvals, { context: t.context });
+    const waiting = screen.getByRole('listbox', { name: 'Waiting approval requests' });
+    const options = within(waiting).getAllByRole('option');
+    expect(options.map((o) => o.getAttribute('data-id'))).toEqual(['41', '42', '43']);
+    expect(within(options[0] as HTMLElement).getByText('Critical')).toBeInTheDocument();
+    expect(options[0]).toHaveAttribute('aria-selected', 'true');
+    const detail = screen.getByRole('region', { name: 'Request detail' });
+    expect(within(detail).getByText(/cannot be undone/)).toBeInTheDocument();
+    expect(within(detail).getByText('default:shell-rm-recursive')).toBeInTheDocument();
+    expect(within(detail).getAllByRole('timer')[0]).toHaveAccessibleName(/Denied automatically in/);
+    // Arguments arrive from GET /api/approvals/41.
+    await waitFor(() => expect(within(detail).getByRole('region', { name: 'Arguments of request 41' })).toHaveTextContent('rm -rf build/'));
+  });
+
+  it('approves once with a click', async () => {
+    const calls = engine();
+    const t = testStore();
+    t.store.reset(snapshot(NOW), 'initial');
+    render(Approvals, { context: t.context });
+    await fireEvent.click(screen.getByRole('button', { name: /Approve once/ }));
+    await waitFor(() => expect(calls.some((c) => c.method === 'POST' && c.path === '/api/approvals/41/approve')).toBe(true));
+  });
+
+  it('holds the a key for 400 ms after the selection changes', async () => {
+    const calls = engine();
+    const t = testStore();
+    t.store.reset(snapshot(NOW), 'initial');
+    render(Approvals, { context: t.context });
+    await act(() => controller.dispatch({ type: 'move', delta: 1 }));
+    expect(screen.getAllByRole('option')[1]).toHaveAttribute('aria-selected', 'true');
+    await act(() => controller.dispatch({ type: 'approve' }));
+    expect(calls.filter((c) => c.path.endsWith('/approve'))).toEqual([]);
+    expect(screen.getByText(/Held a moment/)).toBeInTheDocument();
+    vi.advanceTimersByTime(400);
+    await act(() => controller.dispatch({ type: 'approve' }));
+    await waitFor(() => expect(calls.filter((c) => c.path.endsWith('/approve')).map((c) => c.path)).toEqual(['/api/approvals/42/approve']));
+  });
+
+  it('denies with a reason: d focuses the box, Enter sends', async () => {
+    const calls = engine();
+    const t = testStore();
+    t.store.reset(snapshot(NOW), 'initial');
+    render(Approvals, { context: t.context });
+    vi.advanceTimersByTime(500);
+    await act(() => controller.dispatch({ type: 'deny' }));
+    const box = screen.getByLabelText('Reason for the agent (optional)');
+    await waitFor(() => expect(box).toHaveFocus());
+    await fireEvent.input(box, { target: { value: 'open a branch first' } });
+    await fireEvent.keyDown(box, { key: 'Enter' });
+    await waitFor(() =>
+      expect(calls.find((c) => c.path === '/api/approvals/41/deny')?.body).toEqual({ reason: 'open a branch first' }),
+    );
+  });
+
+  it('Esc in the reason box cancels without sending', async () => {
+    const calls = engine();
+    const t = testStore();
+    t.store.reset(snapshot(NOW), 'initial');
+    render(Approvals, { context: t.context });
+    await fireEvent.click(screen.getByRole('button', { name: /^Deny d$/ }));
+    const box = screen.getByLabelText('Reason for the agent (optional)');
+    await fireEvent.keyDown(box, { key: 'Escape' });
+    expect(screen.queryByLabelText('Reason for the agent (optional)')).toBeNull();
+    expect(calls.some((c) => c.path.endsWith('/deny'))).toBe(false);
+  });
+
+  it('greys out a request that ended elsewhere, keeps it selected, and never lets it be decided', async () => {
+    const calls = engine();
+    const t = testStore();
+    t.store.reset(snapshot(NOW), 'initial');
+    render(Approvals, { context: t.context });
+    await act(() => {
+      t.store.push({ seq: 1, ts_ms: NOW, event: { type: 'approval_decided', id: 41, tool: 'shell_exec', status: 'expired', by: 'caller' } });
+      t.frame();
+    });
+    const waiting = screen.getByRole('listbox', { name: 'Waiting approval requests' });
+    expect(within(waiting).queryByText('shell_exec')).toBeNull();
+    const recent = screen.getByRole('listbox', { name: 'Recently closed requests' });
+    const moved = within(recent).getAllByRole('option')[0] as HTMLElement;
+    expect(moved).toHaveAttribute('data-id', '41');
+    expect(moved).toHaveAttribute('aria-selected', 'true');
+    expect(moved).toHaveTextContent('The agent left');
+    const detail = screen.getByRole('region', { name: 'Request detail' });
+    expect(within(detail).getByText(/Cancelled — the agent left before a decision/)).toBeInTheDocument();
+    expect(within(detail).getByText(/can no longer be decided/)).toBeInTheDocument();
+    for (const name of [/Approve once/, /Approve & always/, /^Deny d$/, /Deny & always/]) {
+      expect(screen.getByRole('button', { name })).toBeDisabled();
+    }
+    vi.advanceTimersByTime(500);
+    await act(() => controller.dispatch({ type: 'approve' }));
+    expect(calls.some((c) => c.path.endsWith('/approve'))).toBe(false);
+  });
+
+  it('a new request does not move the selection, and holds decisions for 400 ms', async () => {
+    const calls = engine();
+    const t = testStore();
+    t.store.reset(snapshot(NOW), 'initial');
+    render(Approvals, { context: t.context });
+    vi.advanceTimersByTime(500);
+    await act(() => {
+      t.store.push({
+        seq: 1,
+        ts_ms: NOW,
+        event: { type: 'approval_requested', id: 60, call_id: 9, tool: 'fs_write', risk: 'high', rule: 'r', reason: 'why', caller: 'c', expires_ms: NOW + 1_000 },
+      });
+      t.frame();
+    });
+    const options = within(screen.getByRole('listbox', { name: 'Waiting approval requests' })).getAllByRole('option');
+    expect(options[0]).toHaveAttribute('data-id', '60');
+    expect(options[1]).toHaveAttribute('aria-selected', 'true');
+    await act(() => controller.dispatch({ type: 'approve' }));
+    expect(calls.some((c) => c.path.endsWith('/approve'))).toBe(false);
+  });
+});
