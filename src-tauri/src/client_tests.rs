@@ -79,6 +79,7 @@ async fn decide(
     let body: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
     let mut seen = s.lock().unwrap();
     seen.headers.push(h);
+    let has_decider = body.get("decider").is_some();
     seen.posts.push((id.clone(), verb, body));
     if id == "404" {
         return refused(
@@ -86,6 +87,15 @@ async fn decide(
             "stale",
             "request 404 was already decided",
         );
+    }
+    // As the console before it knew the field: the whole body is refused.
+    if id == "422" && has_decider {
+        return (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            axum::Json(json!({"error": {"code": "invalid", "field": "decider",
+                "message": "unknown field `decider`, expected `reason` or `always`"}})),
+        )
+            .into_response();
     }
     axum::Json(json!({"decided_by": "tray"})).into_response()
 }
@@ -180,6 +190,21 @@ async fn a_decision_posts_the_decider_with_our_origin() {
         assert_eq!(h["origin"], url.origin().ascii_serialization().as_str());
         assert_eq!(h["authorization"], format!("Bearer {TOKEN}").as_str());
     }
+}
+
+#[tokio::test]
+async fn a_console_that_refuses_the_decider_still_gets_the_decision() {
+    let (url, seen) = serve().await;
+    let c = HttpConsole::new(url, TOKEN).unwrap();
+    c.decide(422, Verdict::Deny, Via::Tray).await.unwrap();
+    let posts = &seen.lock().unwrap().posts;
+    assert_eq!(
+        *posts,
+        vec![
+            ("422".into(), "deny".into(), json!({"decider": "tray"})),
+            ("422".into(), "deny".into(), json!({})),
+        ]
+    );
 }
 
 #[tokio::test]

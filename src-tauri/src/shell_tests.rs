@@ -51,6 +51,7 @@ impl ConsoleSource for FakeConsole {
                 status: 409,
                 code: "stale".into(),
                 message: "already decided".into(),
+                field: None,
             });
         }
         Ok(())

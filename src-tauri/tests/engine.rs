@@ -207,3 +207,72 @@ async fn an_engine_without_http_has_no_console_and_the_shell_says_so() {
         other => panic!("expected no console, got {other:?}"),
     }
 }
+
+/// The shell's own decision path against the real console: an agent's
+/// risky call waits, the tray's Approve goes through `HttpConsole` with the
+/// console bearer token, and the agent gets the tool's answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tray_approval_through_the_console_answers_the_waiting_agent() {
+    use toolgate_desktop::client::{ConsoleSource, HttpConsole};
+    use toolgate_desktop::wire::{Verdict, Via};
+
+    let d = dirs();
+    let root = d.place.config.as_ref().unwrap().parent().unwrap().to_owned();
+    std::fs::write(
+        d.place.config.as_ref().unwrap(),
+        format!("[builtin]\nroots = [{:?}]\n", root.display().to_string()),
+    )
+    .unwrap();
+    let engine = Engine::start_or_attach(&d.place).await.unwrap();
+    // The agent: a raw MCP call of a critical tool, which asks a person.
+    let agent = tokio::net::UnixStream::connect(engine.agent_socket())
+        .await
+        .unwrap();
+    let (rd, mut wr) = agent.into_split();
+    let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "shell_exec", "arguments": {"command": "echo approved-from-the-tray"}}});
+    tokio::io::AsyncWriteExt::write_all(&mut wr, format!("{call}\n").as_bytes())
+        .await
+        .unwrap();
+    let reply = tokio::spawn(async move {
+        let mut line = String::new();
+        let mut rd = tokio::io::BufReader::new(rd);
+        tokio::io::AsyncBufReadExt::read_line(&mut rd, &mut line)
+            .await
+            .unwrap();
+        line
+    });
+
+    // Its request, from the control socket (the console's snapshot comes
+    // with the control service).
+    let control = toolgate::paths::control_socket_for(engine.agent_socket());
+    let mut ctl = toolgate::client::ControlClient::connect(&control)
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let id = loop {
+        let r = ctl
+            .request("toolgate/approvals", serde_json::json!({}))
+            .await
+            .unwrap();
+        if let Some(id) = r["pending"][0]["id"].as_i64() {
+            break id;
+        }
+        assert!(Instant::now() < deadline, "no approval request appeared");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+
+    let link = engine.console_link().await.unwrap();
+    let console = HttpConsole::new(link.base, &link.bearer).unwrap();
+    console
+        .decide(id, Verdict::Approve, Via::Tray)
+        .await
+        .unwrap();
+    let line = tokio::time::timeout(Duration::from_secs(10), reply)
+        .await
+        .expect("the agent is answered")
+        .unwrap();
+    assert!(line.contains("approved-from-the-tray"), "{line}");
+    assert!(!line.contains("\"isError\":true"), "{line}");
+    engine.stop().await;
+}
