@@ -100,6 +100,9 @@ impl<C: ConsoleSource> Shell<C> {
     /// while the console does not answer).
     pub async fn follow(&self, stop: CancellationToken) {
         let mut delay = BACKOFF.0;
+        // Said once per new reason: a console that is not serving the
+        // stream yet would otherwise fill the log every few seconds.
+        let mut last_error = String::new();
         while !stop.is_cancelled() {
             let run = self.follow_once();
             let ended = tokio::select! {
@@ -107,9 +110,18 @@ impl<C: ConsoleSource> Shell<C> {
                 ended = run => ended,
             };
             match ended {
-                Ok(true) => delay = BACKOFF.0,
+                Ok(true) => {
+                    delay = BACKOFF.0;
+                    last_error.clear();
+                }
                 Ok(false) => {}
-                Err(e) => tracing::warn!("{e}; reconnecting"),
+                Err(e) => {
+                    let e = e.to_string();
+                    if e != last_error {
+                        tracing::warn!("{e}; retrying until it answers");
+                        last_error = e;
+                    }
+                }
             }
             tokio::select! {
                 () = stop.cancelled() => return,

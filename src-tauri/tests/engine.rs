@@ -217,7 +217,14 @@ async fn a_tray_approval_through_the_console_answers_the_waiting_agent() {
     use toolgate_desktop::wire::{Verdict, Via};
 
     let d = dirs();
-    let root = d.place.config.as_ref().unwrap().parent().unwrap().to_owned();
+    let root = d
+        .place
+        .config
+        .as_ref()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_owned();
     std::fs::write(
         d.place.config.as_ref().unwrap(),
         format!("[builtin]\nroots = [{:?}]\n", root.display().to_string()),
