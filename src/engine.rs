@@ -6,8 +6,8 @@
 //! itself (receive, resolve, finish) and runs stages 3–13 through the
 //! [`Pipeline`].
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -45,6 +45,16 @@ pub struct CallReply {
     pub trace: Vec<(StageName, Duration)>,
 }
 
+/// Keeps what recent calls returned, raw and as the agent got it: the
+/// console's call detail (`control::outputs::RecentOutputs`). Set once on
+/// an engine ([`Engine::record_outputs`]); without one, no output is
+/// copied.
+pub trait OutputRecorder: Send + Sync + 'static {
+    /// A call finished: `raw` is the tool's own output (its last attempt,
+    /// `None` if it did not run or failed), `seen` what the agent got.
+    fn record(&self, call_id: u64, raw: Option<ToolResult>, seen: &Result<ToolResult, CallError>);
+}
+
 struct Inner {
     registry: Registry,
     events: EventBus,
@@ -57,6 +67,7 @@ struct Inner {
     policy: PolicyHandle,
     approvals: Option<Approvals>,
     next_id: AtomicU64,
+    outputs: OnceLock<Arc<dyn OutputRecorder>>,
 }
 
 /// The governed tool engine. Cloning shares it.
@@ -147,6 +158,7 @@ impl EngineBuilder {
                 policy,
                 approvals: self.approvals,
                 next_id: AtomicU64::new(1),
+                outputs: OnceLock::new(),
             }),
         }
     }
@@ -223,6 +235,18 @@ impl Engine {
         self.inner.audit.as_ref()
     }
 
+    /// The allow/deny lists deciding which tools agents see.
+    pub fn tool_filter(&self) -> &ToolFilter {
+        &self.inner.filter
+    }
+
+    /// Hands every finished call's output to `recorder` from now on (the
+    /// console's store of recent outputs). Only one recorder per engine:
+    /// false if one was set already.
+    pub fn record_outputs(&self, recorder: Arc<dyn OutputRecorder>) -> bool {
+        self.inner.outputs.set(recorder).is_ok()
+    }
+
     /// Runs one call through the governed pipeline. With an audit log, the
     /// call's row is committed before this returns; if it cannot be, the
     /// agent gets an error instead of an unrecorded result (fail closed).
@@ -231,8 +255,9 @@ impl Engine {
         let call_id = inner.next_id.fetch_add(1, Ordering::Relaxed);
         let ts_ms = crate::audit::now_ms();
         let started = Instant::now();
-        // Asked once: asking takes the event stream's lock.
-        let watched = inner.events.is_watched();
+        // Asked once: asking takes the event stream's lock. The console
+        // follows calls without their per-stage trace (see `EventBus`).
+        let watched = inner.events.follows_calls();
         // The name as events carry it, made only when someone watches.
         let tool_name: Option<Arc<str>> = watched.then(|| Arc::from(tool));
         if let Some(tool_name) = &tool_name {
@@ -243,12 +268,16 @@ impl Engine {
                 session: session.id.to_string(),
             });
         }
-        let (mut reply, args, schema) = match inner.registry.resolve(tool) {
-            Err(e) => (reply(call_id, Err(e), started), args, None),
+        let recorder = inner.outputs.get();
+        let (mut reply, args, schema, raw) = match inner.registry.resolve(tool) {
+            Err(e) => (reply(call_id, Err(e), started), args, None, None),
             Ok(resolved) => {
                 let schema = resolved.schema.schema().clone();
-                let (reply, args) = self.run(session, call_id, resolved, args, started).await;
-                (reply, args, Some(schema))
+                let keep_raw = recorder.is_some();
+                let (reply, args, raw) = self
+                    .run(session, call_id, resolved, args, started, keep_raw)
+                    .await;
+                (reply, args, Some(schema), raw)
             }
         };
         if let Some(audit) = &inner.audit {
@@ -259,6 +288,9 @@ impl Engine {
                     "{e}; the reply was withheld because it could not be recorded (the tool may have run)"
                 )));
             }
+        }
+        if let Some(recorder) = recorder {
+            recorder.record(call_id, raw, &reply.result);
         }
         if let Some(tool_name) = tool_name {
             inner.events.emit(Event::CallFinished {
@@ -278,7 +310,8 @@ impl Engine {
         tool: Arc<crate::registry::RegisteredTool>,
         args: Value,
         started: Instant,
-    ) -> (CallReply, Value) {
+        keep_raw: bool,
+    ) -> (CallReply, Value, Option<ToolResult>) {
         let ctx = CallContext {
             call_id,
             caller: session.caller.clone(),
@@ -295,6 +328,9 @@ impl Engine {
             settings = Arc::new(s);
         }
         let mut call = Call::new(call_id, tool, args, ctx, settings);
+        if keep_raw {
+            call.keep_raw();
+        }
         let result = self.inner.pipeline.run(&mut call).await;
         let parts = call.into_parts();
         let mut reply = reply(
@@ -304,7 +340,7 @@ impl Engine {
         );
         reply.notes = parts.notes;
         reply.trace = parts.trace;
-        (reply, parts.args)
+        (reply, parts.args, parts.raw)
     }
 }
 

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 /// The class of a failed call, stable across versions: it is written to the
 /// audit log and shown to agents, so variants are only ever added.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ErrorKind {
