@@ -12,6 +12,7 @@ pub mod canonical;
 pub mod client;
 pub mod config;
 pub mod context;
+pub mod control;
 pub mod daemon;
 pub mod engine;
 pub mod error;

@@ -4,6 +4,7 @@
 mod approval;
 mod bridge;
 mod common;
+mod control;
 mod http;
 mod path_escape;
 mod pipeline;
