@@ -11,6 +11,14 @@ use toolgate::upstream::ServerState;
 
 use crate::upstream_support::{Harness, alive, payload, py_pid, py_spec, wait_for};
 
+/// The server's child pid, as its status shows it (calling the `pid` tool
+/// again and again would trip the loop guard).
+fn pid_of(h: &Harness, server: &str) -> u32 {
+    h.up.status(server)
+        .and_then(|s| s.pid)
+        .unwrap_or_else(|| panic!("{server} has no pid: {:?}", h.up.status(server)))
+}
+
 const UP: Duration = Duration::from_secs(60);
 
 async fn control(h: &Harness) -> Control {
@@ -29,6 +37,7 @@ async fn restarting_a_server_replaces_its_process_and_keeps_its_numbered_stderr(
     h.up.apply(vec![py_spec("py", &[])]).await;
     h.ready("py", 3, UP).await;
     let first = py_pid(&h, "py__pid").await;
+    assert_eq!(first, pid_of(&h, "py"));
 
     // A crash writes a stderr line; the server comes back by itself.
     let _ = h.call("py__crash", json!({})).await;
@@ -49,7 +58,7 @@ async fn restarting_a_server_replaces_its_process_and_keeps_its_numbered_stderr(
     let after = c.server_stderr("py", page.next).expect("tail");
     assert!(after.lines.iter().all(|l| l.n > page.next));
     h.ready("py", 3, UP).await;
-    let second = py_pid(&h, "py__pid").await;
+    let second = pid_of(&h, "py");
     assert_ne!(first, second);
 
     let before = c.servers()[0].restarts;
@@ -61,7 +70,7 @@ async fn restarting_a_server_replaces_its_process_and_keeps_its_numbered_stderr(
         "the old process is gone once restart returns"
     );
     h.ready("py", 3, UP).await;
-    let third = py_pid(&h, "py__pid").await;
+    let third = pid_of(&h, "py");
     assert_ne!(third, second);
     // The stderr numbering continues across the restart.
     let kept = c.server_stderr("py", 0).expect("stderr");
