@@ -80,6 +80,8 @@ struct State {
     /// numbered, so they are exact at any `last`.
     calls_total: u64,
     calls_failed: u64,
+    /// The engine's bus is gone: nothing more will come.
+    closed: bool,
 }
 
 #[derive(Debug)]
@@ -144,6 +146,7 @@ impl Sequencer {
                 last: 0,
                 calls_total: 0,
                 calls_failed: 0,
+                closed: false,
             }),
             newest: watch::channel(0).0,
         });
@@ -204,7 +207,8 @@ pub struct Subscription {
 }
 
 impl Subscription {
-    /// The next item; `None` after a reload or when the engine is gone.
+    /// The next item; `None` after a reload, or once the engine is gone
+    /// and every numbered event was handed out.
     pub async fn next(&mut self) -> Option<StreamItem> {
         loop {
             if self.done {
@@ -241,7 +245,9 @@ impl Subscription {
         self.rx.borrow_and_update();
         let st = self.shared.lock();
         if self.next > st.last {
-            return false;
+            // Caught up with an engine that is gone: the stream ends.
+            self.done = st.closed;
+            return st.closed;
         }
         if !holds(&st, self.next) {
             self.reload = Some(Reload { seq: st.last });
@@ -279,7 +285,11 @@ async fn run(mut rx: broadcast::Receiver<Event>, shared: Weak<Shared>) {
                 tracing::warn!("the console stream fell {n} events behind; clients will reload");
                 None
             }
-            Err(broadcast::error::RecvError::Closed) => return,
+            Err(broadcast::error::RecvError::Closed) => {
+                shared.lock().closed = true;
+                shared.newest.send_modify(|_| {});
+                return;
+            }
         };
         let seq = push(&shared, stamp);
         shared.newest.send_replace(seq);

@@ -208,3 +208,14 @@ async fn the_console_stream_carries_calls_arriving_and_finishing_but_no_stage_ev
     }
     assert_eq!(seq.mark().calls_total, 2);
 }
+
+#[tokio::test]
+async fn the_stream_ends_once_the_engine_is_gone_and_its_events_were_read() {
+    let bus = EventBus::new();
+    let seq = Sequencer::start(&bus);
+    let mut sub = seq.subscribe(None);
+    bus.emit(policy(7));
+    drop(bus);
+    assert_eq!(version(&*event(&mut sub).await), 7);
+    assert!(sub.next().await.is_none());
+}
