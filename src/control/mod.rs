@@ -195,6 +195,18 @@ impl Control {
         self.inner.seq.subscribe(after)
     }
 
+    /// How MCP clients connect to this engine.
+    pub fn connect(&self) -> types::ConnectInfo {
+        let info = &self.inner.info;
+        types::ConnectInfo {
+            mcp_servers: serde_json::json!({
+                "mcpServers": {"toolgate": {"command": "toolgate", "args": ["mcp-bridge"]}}
+            }),
+            agent_socket: info.agent_socket.clone(),
+            http_url: info.http_url.clone(),
+        }
+    }
+
     /// The store of recent outputs.
     pub fn outputs(&self) -> &RecentOutputs {
         &self.inner.outputs

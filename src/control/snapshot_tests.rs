@@ -111,6 +111,12 @@ async fn the_snapshots_counters_match_its_parts_at_its_seq() {
     assert_eq!(snap.policy.allowed_tools, None);
     assert_eq!(snap.policy.rules_count, 2);
     assert_eq!(snap.engine.pid, std::process::id());
+    let connect = rig.control.connect();
+    assert_eq!(connect.agent_socket, snap.engine.agent_socket);
+    assert_eq!(
+        connect.mcp_servers["mcpServers"]["toolgate"]["args"],
+        json!(["mcp-bridge"])
+    );
     assert!(snap.recent_approvals.is_empty());
     for c in calls {
         c.abort();

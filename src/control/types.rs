@@ -471,6 +471,19 @@ pub struct Snapshot {
     pub recent_calls: Vec<CallSummary>,
 }
 
+/// How to connect an MCP client to this engine (Settings, copy buttons).
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct ConnectInfo {
+    /// The `mcpServers` entry for stdio clients (Claude Desktop, Cursor,
+    /// ...): toolgate's bridge relays stdio to the agent socket.
+    pub mcp_servers: Value,
+    /// The agent socket, for clients that open a Unix socket.
+    pub agent_socket: String,
+    /// The localhost streamable-HTTP endpoint, if on. Its bearer token is
+    /// not shown here: it is in the `0600` file beside the socket.
+    pub http_url: Option<String>,
+}
+
 /// An error as the console receives it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 pub struct ErrorBody {
@@ -514,6 +527,7 @@ pub fn export_bindings(dir: &std::path::Path) -> Result<(), ts_rs::ExportError> 
     PinDiff::export_all(&cfg)?;
     ToolDetail::export_all(&cfg)?;
     ErrorBody::export_all(&cfg)?;
+    ConnectInfo::export_all(&cfg)?;
     super::decisions::Decider::export_all(&cfg)?;
     Ok(())
 }
