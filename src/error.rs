@@ -15,7 +15,7 @@ use crate::cancel::CancelReason;
 
 /// The class of a failed call, stable across versions: it is written to the
 /// audit log and shown to agents, so variants are only ever added.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ErrorKind {

@@ -5,6 +5,7 @@ mod approval;
 mod bridge;
 mod common;
 mod console;
+mod control;
 mod discovery;
 mod http;
 mod lifecycle;

@@ -42,7 +42,7 @@ pub use handle::{PolicyHandle, VersionedPolicy};
 pub use matcher::{ArgCondition, Pattern, PatternError, PatternKind, normalize, pointer_of};
 pub use queue::{
     Always, Answer, ApprovalOptions, Approvals, Ask, Decided, Decision, NewRule, Resolution,
-    RuleEdit,
+    RuleEdit, RuleInUse,
 };
 pub use rules::{
     Assessment, CallerMatch, CallerPolicy, Effect, PolicyConfig, Preset, PresetSpec, Rule, Verdict,
@@ -52,7 +52,7 @@ pub use scope::{ArgClause, CallerInfo, CallerKey, Scope, ScopeDef, ScopeError, S
 pub use store::{ApprovalRequest, RememberedRule, RuleEffect};
 
 /// The state of an approval request. Stored as text; only ever extended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalStatus {
     /// Waiting for a person.

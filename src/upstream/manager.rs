@@ -17,7 +17,7 @@ use tokio::task::JoinHandle;
 
 use super::pins::{PinError, PinRecord, PinStore};
 use super::status::ServerStatus;
-use super::stderr::StderrLog;
+use super::stderr::{StderrLog, StderrTail};
 use super::supervisor::{Control, StatusBoard, Supervisor};
 use super::transport::kill_group;
 use crate::config::servers::ServerSpec;
@@ -163,6 +163,43 @@ impl Upstreams {
         logs.get(server).map(StderrLog::lines)
     }
 
+    /// A stdio server's stderr lines numbered above `after` (lines are
+    /// numbered from 1 as they arrive, across restarts of the server).
+    pub fn stderr_since(&self, server: &str, after: u64) -> Option<StderrTail> {
+        let logs = self
+            .inner
+            .logs
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        logs.get(server).map(|l| l.since(after))
+    }
+
+    /// Stops `server` and starts it again with the same spec (a person's
+    /// "restart"); its stderr lines are kept. `None` if no server of that
+    /// name runs. Returns once the old process is gone and the new one is
+    /// starting (watch its status to see it ready).
+    pub async fn restart(&self, server: &str) -> Option<ServerStatus> {
+        let mut running = self.inner.running.lock().await;
+        let (name, r) = running.remove_entry(server)?;
+        let log = {
+            let logs = self
+                .inner
+                .logs
+                .read()
+                .unwrap_or_else(PoisonError::into_inner);
+            logs.get(&name).cloned()
+        };
+        let spec = r.spec.clone();
+        let restarts = self.inner.board.get(&name).map_or(0, |s| s.restarts);
+        self.stop(&name, r, self.inner.opts.stop_grace * 3).await;
+        let log = log.unwrap_or_else(|| StderrLog::new(self.inner.opts.stderr_lines));
+        running.insert(name.clone(), self.start_with(name.clone(), spec, log));
+        self.inner
+            .board
+            .update(&name, |s| s.restarts = restarts.saturating_add(1));
+        self.inner.board.get(&name)
+    }
+
     /// The pin store (for `toolgate pins` and the UI).
     pub fn pins(&self) -> &PinStore {
         &self.inner.pins
@@ -184,6 +221,10 @@ impl Upstreams {
 
     fn start(&self, name: Arc<str>, spec: ServerSpec) -> Running {
         let stderr = StderrLog::new(self.inner.opts.stderr_lines);
+        self.start_with(name, spec, stderr)
+    }
+
+    fn start_with(&self, name: Arc<str>, spec: ServerSpec, stderr: StderrLog) -> Running {
         {
             let mut logs = self
                 .inner

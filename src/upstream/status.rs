@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 /// The lifecycle of one server connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum ServerState {
     /// First connection attempt in progress.
@@ -36,7 +36,7 @@ impl ServerState {
 }
 
 /// One server's status.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ts_rs::TS)]
 pub struct ServerStatus {
     /// Its configured name.
     pub server: Arc<str>,
