@@ -4,6 +4,7 @@
 mod approval;
 mod bridge;
 mod common;
+mod fair_breakers;
 mod http;
 mod path_escape;
 mod pipeline;

@@ -226,7 +226,8 @@ impl HttpFetch {
             };
         }
         if find_source::<TooManyRedirects>(e).is_some() {
-            return CallError::tool_failed(format!("{} (last: {})", TooManyRedirects, url_of(e)));
+            // The URL the caller chose loops or redirects too often.
+            return CallError::caller_error(format!("{} (last: {})", TooManyRedirects, url_of(e)));
         }
         if e.is_connect() || e.is_request() || e.is_body() {
             return CallError::Connection {

@@ -92,7 +92,7 @@ impl Tool for AgentTool {
         let _ = ctx;
         Box::pin(async move {
             let Ok(ticket) = TICKET.try_with(Arc::clone) else {
-                return Err(CallError::tool_failed(format!(
+                return Err(CallError::caller_error(format!(
                     "this tool runs inside agent `{}`: the agent calls toolgate/gate before running it and \
                      toolgate/report after; it cannot be called through tools/call",
                     self.agent
@@ -335,6 +335,6 @@ fn reported_error(e: ReportedError) -> CallError {
             status: 500,
             message,
         },
-        _ => CallError::ToolFailed { message },
+        _ => CallError::tool_failed(message),
     }
 }

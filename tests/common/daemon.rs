@@ -32,11 +32,22 @@ impl TestDaemon {
     }
 
     pub(crate) async fn start_with(toml: &str, limits: ServerOptions) -> Self {
+        Self::start_adjusted(toml, limits, |_, _| {}).await
+    }
+
+    /// Like [`Self::start_with`], with a chance to change the config (its
+    /// roots, its path) once the temp dir exists.
+    pub(crate) async fn start_adjusted(
+        toml: &str,
+        limits: ServerOptions,
+        adjust: impl FnOnce(&mut Config, &std::path::Path),
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("root");
         std::fs::create_dir_all(&root).unwrap();
         let mut config = Config::parse(toml, std::path::Path::new("test.toml")).unwrap();
         config.builtin.roots = vec![root];
+        adjust(&mut config, dir.path());
         let opts = ServeOptions {
             socket: dir.path().join("run/agent.sock"),
             data_dir: dir.path().join("data"),
@@ -71,6 +82,18 @@ impl TestDaemon {
 
     pub(crate) async fn raw(&self) -> Raw {
         Raw::connect(&self.socket).await
+    }
+
+    /// The control socket (`<socket>.ctl`), as the CLI uses it.
+    pub(crate) fn control_socket(&self) -> PathBuf {
+        let mut p = self.socket.clone().into_os_string();
+        p.push(".ctl");
+        p.into()
+    }
+
+    /// A raw client on the control socket.
+    pub(crate) async fn control(&self) -> Raw {
+        Raw::connect(&self.control_socket()).await
     }
 
     /// Stops the daemon; returns its directory (audit db at `data/audit.db`).
