@@ -8,6 +8,7 @@ mod fair_breakers;
 mod http;
 mod path_escape;
 mod pipeline;
+mod runnable_before_asking;
 mod socket;
 mod ssrf;
 mod upstream_remote;

@@ -210,7 +210,7 @@ impl TypedTool for FsList {
 
     fn configure(def: ToolDef) -> ToolDef {
         def.with_risk(Risk::Low)
-            .with_guard("path", GuardKind::Path)
+            .with_guard_default("path", GuardKind::Path, "")
             .with_annotations(Annotations {
                 title: Some("List directory".into()),
                 read_only_hint: Some(true),

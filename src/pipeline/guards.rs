@@ -81,11 +81,18 @@ impl Stage for Guards {
 
     fn enter(&self, call: &mut Call) -> Enter {
         for g in &call.tool.def.guards {
-            // Absent optional arguments have nothing to check; a
+            // An absent optional argument is checked as the default the tool
+            // declared for it, if any (the tool would use that value); a
             // non-string was already refused by validation.
-            if let Some(Value::String(v)) = call.args.get(&g.arg)
-                && let Err(e) = self.config.check(&g.arg, g.kind, v)
-            {
+            let value = match call.args.get(&g.arg) {
+                Some(Value::String(v)) => v.as_str(),
+                None | Some(Value::Null) => match &g.default {
+                    Some(d) => d.as_str(),
+                    None => continue,
+                },
+                Some(_) => continue,
+            };
+            if let Err(e) = self.config.check(&g.arg, g.kind, value) {
                 return Enter::Refuse(e);
             }
         }
@@ -139,6 +146,33 @@ mod tests {
             );
         }
         assert_eq!(script.calls(), 0);
+    }
+
+    /// Issue 13, item 6: an absent argument with a declared default is
+    /// checked as that default, so `shell_exec` without roots is refused
+    /// here, before policy could ask a person.
+    #[tokio::test]
+    async fn an_absent_argument_is_checked_as_its_declared_default() {
+        let s = Guards::new(Arc::new(GuardConfig::default()));
+        let script = Script::new(vec![]);
+        let with_default =
+            def("g", json!({"type": "object"})).with_guard_default("cwd", GuardKind::Path, "");
+        for args in [json!({}), json!({"cwd": null})] {
+            let mut call = call_of(with_default.clone(), args);
+            let e = run_stage(&s, &mut call, &script).await.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::GuardDenied, "{e}");
+            let text = e.to_string();
+            assert!(text.starts_with("argument `cwd` refused:"), "{text}");
+            assert!(
+                text.contains("[builtin]") && text.contains("roots") && text.contains("--root"),
+                "the error names the config key and the flag: {text}"
+            );
+        }
+        assert_eq!(script.calls(), 0);
+        // Without a declared default an absent argument is not checked.
+        let mut call = call_of(guarded(), json!({}));
+        let script = Script::new(vec![Ok(crate::tool::ToolResult::text("ran"))]);
+        assert!(run_stage(&s, &mut call, &script).await.is_ok());
     }
 
     #[tokio::test]
