@@ -48,3 +48,34 @@ async fn shell_exec_without_roots_is_refused_at_once_with_the_fix() {
     );
     d.stop().await;
 }
+
+/// An agent's own tool only runs through `toolgate/gate`; a `tools/call`
+/// of it can never run, so it is refused before policy would ask about a
+/// critical one.
+#[tokio::test]
+async fn a_tools_call_of_an_agents_own_tool_is_refused_without_asking() {
+    let d = TestDaemon::start("").await;
+    let mut events = d.engine.subscribe();
+    let mut agent = d.raw().await;
+    agent.initialize().await;
+    let reg = agent
+        .request(
+            1,
+            "toolgate/register",
+            json!({"agentId": "a1", "tools": [
+            {"name": "wipe", "description": "Deletes everything.", "risk": "critical",
+             "inputSchema": {"type": "object"}}]}),
+        )
+        .await;
+    assert_eq!(reg["result"]["registered"], json!(["wipe"]), "{reg}");
+    let r = tokio::time::timeout(Duration::from_secs(10), agent.call(2, "wipe", json!({})))
+        .await
+        .expect("refused at once, not left waiting for a person");
+    assert_eq!(kind(&r), "tool_failed", "{r}");
+    let text = r["result"]["content"][0]["text"].as_str().unwrap_or("");
+    assert!(text.contains("toolgate/gate"), "{text}");
+    assert!(d.engine.approvals().unwrap().pending().is_empty());
+    let seen = types(&drain(&mut events));
+    assert!(!seen.iter().any(|t| t == "approval_requested"), "{seen:?}");
+    d.stop().await;
+}
