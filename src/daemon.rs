@@ -17,6 +17,7 @@ use crate::config::Config;
 use crate::config::servers::ServerSpec;
 use crate::config::watch::{ConfigWatcher, Overrides, ReloadStatus};
 use crate::events::EventBus;
+use crate::guard::protect::OwnFiles;
 use crate::mcp::http::{HttpEndpoint, new_token};
 use crate::mcp::{McpServer, Role, ServerOptions};
 use crate::secrets::{KeyringStore, referenced_names, resolve_spec};
@@ -143,7 +144,11 @@ impl Daemon {
         let approvals = Approvals::open(&audit, events.clone(), ApprovalOptions::default()).await?;
         let servers = config.servers.clone();
         let a2 = audit.clone();
-        let engine = setup::engine_with(config, &Env::from_process(), |b| {
+        let env = Env {
+            own_files: OwnFiles::for_daemon(config.path.as_deref(), &opts.data_dir, &opts.socket),
+            ..Env::from_process()
+        };
+        let engine = setup::engine_with(config, &env, |b| {
             b.events(events).audit(a2).approvals(approvals)
         })?;
         follow_events(&engine, &audit);

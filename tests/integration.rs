@@ -9,6 +9,7 @@ mod http;
 mod path_escape;
 mod pipeline;
 mod runnable_before_asking;
+mod self_protection;
 mod socket;
 mod ssrf;
 mod upstream_remote;

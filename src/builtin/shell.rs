@@ -110,6 +110,7 @@ impl TypedTool for ShellExec {
     fn configure(def: ToolDef) -> ToolDef {
         def.with_risk(Risk::Critical)
             .with_guard_default("cwd", GuardKind::Path, "")
+            .with_guard("command", GuardKind::Command)
             .with_annotations(Annotations {
                 title: Some("Run shell command".into()),
                 read_only_hint: Some(false),

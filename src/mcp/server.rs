@@ -311,7 +311,9 @@ impl McpServer {
                 Err(e) => Err(e),
             },
             m if self.role == Role::Control && super::control::is_control(m) => {
-                super::control::handle(&self.engine, self.upstreams.as_ref(), m, params).await
+                let caller = conn.session().caller;
+                super::control::handle(&self.engine, self.upstreams.as_ref(), &caller, m, params)
+                    .await
             }
             "toolgate/register" => gate::register(&self.engine, conn, params),
             "toolgate/gate" => gate::gate(&self.engine, conn, params).await,

@@ -237,6 +237,9 @@ pub enum GuardKind {
     Path,
     /// A URL that must pass the SSRF guard.
     Url,
+    /// A shell command line: it must not steer toolgate itself
+    /// (`toolgate approve …`) nor name toolgate's own files.
+    Command,
 }
 
 /// A top-level argument the guard stage checks before policy runs, so an
