@@ -14,13 +14,12 @@ use tokio_util::sync::CancellationToken;
 use crate::approval::{ApprovalOptions, Approvals};
 use crate::audit::{AuditError, AuditLog};
 use crate::config::Config;
-use crate::config::servers::ServerSpec;
 use crate::config::watch::{ConfigWatcher, Overrides, ReloadStatus};
 use crate::events::EventBus;
 use crate::guard::protect::OwnFiles;
 use crate::mcp::http::{HttpEndpoint, new_token};
 use crate::mcp::{McpServer, Role, ServerOptions};
-use crate::secrets::{KeyringStore, referenced_names, resolve_spec};
+use crate::secrets::open_keychain;
 use crate::setup::{self, Env, SetupError};
 use crate::socket::{AgentSocket, SocketError};
 use crate::upstream::{PinStore, UpstreamOptions, Upstreams};
@@ -154,7 +153,7 @@ impl Daemon {
         follow_events(&engine, &audit);
         let pins = PinStore::open(audit.pool().clone()).await?;
         let upstreams = Upstreams::new(engine.clone(), pins, UpstreamOptions::default());
-        upstreams.apply(resolve_secrets(servers).await).await;
+        upstreams.apply_configured(servers, open_keychain).await;
         let socket = AgentSocket::bind(&opts.socket)?;
         let control = AgentSocket::bind(&opts.control_socket())?;
         let http = match opts.http_port {
@@ -201,7 +200,7 @@ impl Daemon {
                 let config = configs.borrow_and_update().clone();
                 engine.policy().swap(config.policy.clone());
                 upstreams
-                    .apply(resolve_secrets(config.servers.clone()).await)
+                    .apply_configured(config.servers.clone(), open_keychain)
                     .await;
                 tracing::info!("config reloaded");
             }
@@ -251,36 +250,6 @@ impl Daemon {
         drop(self.watcher);
         self.audit.flush().await;
     }
-}
-
-/// Resolves `keyring:NAME` references of every server. The keychain is
-/// asked on a blocking thread (D-Bus); a server whose secrets cannot be read
-/// is left out with an error naming it and the secret, never the value.
-async fn resolve_secrets(servers: Vec<ServerSpec>) -> Vec<ServerSpec> {
-    if servers.iter().all(|s| referenced_names(s).is_empty()) {
-        return servers;
-    }
-    let resolved = tokio::task::spawn_blocking(move || {
-        let store = match KeyringStore::new() {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::error!("cannot open the keychain ({e}); servers that use keyring: secrets are not started");
-                return servers.into_iter().filter(|s| referenced_names(s).is_empty()).collect();
-            }
-        };
-        servers
-            .into_iter()
-            .filter_map(|s| match resolve_spec(&s, &store) {
-                Ok(r) => Some(r),
-                Err(e) => {
-                    tracing::error!("server `{}` not started: {e}", s.name);
-                    None
-                }
-            })
-            .collect()
-    })
-    .await;
-    resolved.unwrap_or_default()
 }
 
 /// Binds the HTTP endpoint and writes its URL and token to `file` (0600).

@@ -4,6 +4,7 @@
 mod approval;
 mod bridge;
 mod common;
+mod config_reload;
 mod fair_breakers;
 mod http;
 mod path_escape;
