@@ -3,11 +3,12 @@
 //! own calls, widen its own policy, or read the tokens that would let it.
 //!
 //! Contract:
-//! - **Protected places** ([`OwnFiles`]): the config file and the data dir
-//!   (audit log, approvals, remembered rules, pins) may be read but never
-//!   written; the runtime dir, the sockets and every token file (the HTTP
-//!   endpoint's `<socket>.http`, any file in a protected dir whose name
-//!   says `token` or ends in `.http`) may not even be read.
+//! - **Protected places** ([`OwnFiles`]): the data dir (audit log,
+//!   approvals, remembered rules, pins) may be read but never written; the
+//!   config file (it may hold a credential written literally), the runtime
+//!   dir, the sockets and every token file (the HTTP endpoint's
+//!   `<socket>.http`, any file in a protected dir whose name says `token`
+//!   or ends in `.http`) may not even be read.
 //! - **Checked by the guard stage, before policy** ([`Protected`]), so such
 //!   a call is refused outright with a reason naming the protected path,
 //!   and never put in front of a person: a person asked "run `toolgate
@@ -47,7 +48,8 @@ pub const CONTROL_SUBCOMMANDS: [&str; 6] =
 /// What a protected path is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Place {
-    /// The config file: readable, never written.
+    /// The config file: no access (a header or env value may be a
+    /// credential written literally instead of a `keyring:` reference).
     ConfigFile,
     /// The data dir: readable (except token files), never written.
     DataDir,
@@ -73,7 +75,15 @@ impl Place {
 
     /// Holds secrets, so not even reading is allowed.
     fn secret(self) -> bool {
-        matches!(self, Self::RuntimeDir | Self::Sockets | Self::TokenFile)
+        !matches!(self, Self::DataDir)
+    }
+
+    /// Why reading it is refused too.
+    fn why_secret(self) -> &'static str {
+        match self {
+            Self::ConfigFile => "it may hold credentials",
+            _ => "it holds toolgate's sockets and tokens",
+        }
     }
 }
 
@@ -201,7 +211,7 @@ struct Entry {
 pub enum Refusal {
     /// A change to a protected place.
     #[error(
-        "`{}` is inside toolgate's {what} `{}`; governed tools may not change toolgate's own files",
+        "`{}` is protected: toolgate's {what} `{}`; governed tools may not change toolgate's own files",
         .path.display(), .protected.display()
     )]
     Write {
@@ -214,7 +224,7 @@ pub enum Refusal {
     },
     /// Any access to a place holding secrets.
     #[error(
-        "`{}` is in toolgate's {what} `{}`; governed tools may not read or change toolgate's sockets and tokens",
+        "`{}` is protected: toolgate's {what} `{}`; governed tools may not read or change it: {why}",
         .path.display(), .protected.display()
     )]
     Secret {
@@ -224,6 +234,8 @@ pub enum Refusal {
         what: &'static str,
         /// The protected place.
         protected: PathBuf,
+        /// Why reading is refused too.
+        why: &'static str,
     },
     /// A protected path named in free text (a command, an upstream tool's
     /// argument).
@@ -360,13 +372,19 @@ impl Protected {
             if !covers(e, path) && !hard_link {
                 continue;
             }
-            let secret = e.place.secret()
-                || (matches!(e.place, Place::DataDir) && path.file_name().is_some_and(secret_name));
-            if secret {
+            let token =
+                matches!(e.place, Place::DataDir) && path.file_name().is_some_and(secret_name);
+            if e.place.secret() || token {
+                let why = if token {
+                    Place::TokenFile.why_secret()
+                } else {
+                    e.place.why_secret()
+                };
                 return Err(Refusal::Secret {
                     path: path.to_owned(),
                     what: e.place.what(),
                     protected: e.path.clone(),
+                    why,
                 });
             }
             if access == Access::Write {

@@ -46,10 +46,15 @@ impl Layout {
 }
 
 #[test]
-fn the_config_file_and_data_dir_may_be_read_but_not_written() {
+fn the_data_dir_may_be_read_but_not_written_and_the_config_file_not_even_read() {
     let l = Layout::new();
     let p = l.protected();
-    for rel in ["config.toml", "data/audit.db", "data/new-file", "data"] {
+    let e = p
+        .check_path(&l.resolved("config.toml"), Access::Read)
+        .unwrap_err();
+    assert!(matches!(e, Refusal::Secret { .. }), "{e}");
+    assert!(e.to_string().contains("may hold credentials"), "{e}");
+    for rel in ["data/audit.db", "data/new-file", "data"] {
         assert_eq!(
             p.check_path(&l.resolved(rel), Access::Read),
             Ok(()),
@@ -124,9 +129,10 @@ fn a_hard_link_to_the_config_file_is_the_config_file() {
     let p = l.protected();
     fs::hard_link(l.path("config.toml"), l.path("proj/innocent.toml")).unwrap();
     let e = p
-        .check_path(&l.resolved("proj/innocent.toml"), Access::Write)
+        .check_path(&l.resolved("proj/innocent.toml"), Access::Read)
         .unwrap_err();
-    assert!(matches!(e, Refusal::Write { .. }), "{e}");
+    assert!(matches!(e, Refusal::Secret { .. }), "{e}");
+    assert!(e.to_string().contains("config file"), "{e}");
 }
 
 #[test]

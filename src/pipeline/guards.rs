@@ -225,7 +225,7 @@ mod tests {
             let mut call = call_of(writer.clone(), json!({"path": path}));
             let e = run_stage(&s, &mut call, &script).await.unwrap_err();
             assert_eq!(e.kind(), ErrorKind::GuardDenied, "{path}: {e}");
-            assert!(e.to_string().contains("toolgate's own files"), "{e}");
+            assert!(e.to_string().contains("is protected: toolgate's"), "{e}");
         }
         let reader = read_only(writer);
         let mut call = call_of(reader, json!({"path": "data/audit.db"}));
