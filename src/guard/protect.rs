@@ -188,12 +188,6 @@ impl OwnFiles {
     pub fn token_file(self, path: impl AsRef<Path>) -> Self {
         self.add(Place::TokenFile, path)
     }
-
-    /// Both sets.
-    pub fn merge(mut self, other: OwnFiles) -> Self {
-        self.places.extend(other.places);
-        self
-    }
 }
 
 /// One protected path, resolved.
@@ -292,23 +286,18 @@ impl Protected {
             let Ok(abs) = std::path::absolute(path) else {
                 continue;
             };
-            let entry = Entry {
-                place: *place,
-                path: resolve(&abs),
-            };
-            if !entries
-                .iter()
-                .any(|e| e.place == entry.place && e.path == entry.path)
-            {
-                entries.push(entry);
-            }
-            // The spelling as given, when it differs, is matched as text
-            // below; checks of paths compare resolved forms only.
-            if abs != resolve(&abs) && !entries.iter().any(|e| e.path == abs) {
-                entries.push(Entry {
-                    place: *place,
-                    path: abs,
-                });
+            let resolved = resolve(&abs);
+            // The spelling as given, when it differs (a configured path
+            // through a symlink), is kept too, so text that writes it that
+            // way is recognised.
+            let given = (abs != resolved).then_some(abs);
+            for path in std::iter::once(resolved).chain(given) {
+                if !entries.iter().any(|e| e.place == *place && e.path == path) {
+                    entries.push(Entry {
+                        place: *place,
+                        path,
+                    });
+                }
             }
         }
         let mut patterns: Vec<String> = Vec::new();
