@@ -2,13 +2,16 @@
 //! that only speaks stdio uses the daemon with
 //! `{"command": "toolgate", "args": ["mcp-bridge"]}`. Bytes are copied as
 //! they are; framing and validation stay the daemon's job.
-
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+//!
+//! MCP clients start the bridge with a stripped environment (HOME, PATH,
+//! USER, SHELL, TERM, LOGNAME), so it finds the engine from HOME alone,
+//! through the data dir's discovery file ([`crate::discovery::locate`]).
 
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::UnixStream;
+
+use crate::discovery::Located;
+use crate::spawn::{SpawnError, SpawnPlan};
 
 /// Why the bridge stopped.
 #[derive(Debug, thiserror::Error)]
@@ -18,65 +21,49 @@ pub enum BridgeError {
     #[error("no toolgate daemon is listening on {}: {source}; start one with `toolgate serve`, or pass --spawn", .path.display())]
     NoDaemon {
         /// The socket path.
-        path: PathBuf,
+        path: std::path::PathBuf,
         /// The connect error.
         source: std::io::Error,
     },
-    /// `--spawn` started a daemon that did not come up.
-    #[error("started `toolgate serve` but it did not listen on {} within {}s", .path.display(), .waited.as_secs())]
-    SpawnTimeout {
-        /// The socket path.
-        path: PathBuf,
-        /// How long we waited.
-        waited: Duration,
-    },
-    /// Starting the daemon failed.
-    #[error("cannot start `toolgate serve`: {0}")]
-    Spawn(std::io::Error),
+    /// `--spawn` could not bring an engine up.
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
     /// Relaying failed.
     #[error("relay failed: {0}")]
     Io(#[from] std::io::Error),
 }
 
-/// Connects to `socket`, starting a daemon first if `spawn` and none runs.
+/// Connects to the engine at `target` (see [`crate::discovery::locate`]).
+/// With `spawn`, when nothing answers there, it connects to the data dir's
+/// engine, starting one first only if no live engine owns the data dir
+/// (see [`crate::spawn`]).
 ///
 /// # Errors
 /// See [`BridgeError`].
-pub async fn connect(socket: &Path, spawn: bool) -> Result<UnixStream, BridgeError> {
-    match UnixStream::connect(socket).await {
-        Ok(s) => Ok(s),
-        Err(source) if !spawn => Err(BridgeError::NoDaemon {
-            path: socket.to_owned(),
+pub async fn connect(
+    target: &Located,
+    spawn: Option<&SpawnPlan>,
+) -> Result<UnixStream, BridgeError> {
+    let source = match UnixStream::connect(&target.agent).await {
+        Ok(s) => return Ok(s),
+        Err(source) => source,
+    };
+    let Some(plan) = spawn else {
+        return Err(BridgeError::NoDaemon {
+            path: target.agent.clone(),
             source,
-        }),
-        Err(_) => spawn_daemon(socket).await,
+        });
+    };
+    let info = crate::spawn::engine(plan).await?;
+    if info.agent_socket != target.agent {
+        tracing::info!(
+            "the engine of {} (pid {}) listens on {}; using it",
+            plan.data_dir.display(),
+            info.pid,
+            info.agent_socket.display()
+        );
     }
-}
-
-async fn spawn_daemon(socket: &Path) -> Result<UnixStream, BridgeError> {
-    let exe = std::env::current_exe().map_err(BridgeError::Spawn)?;
-    std::process::Command::new(exe)
-        .arg("serve")
-        .arg("--socket")
-        .arg(socket)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .process_group(0)
-        .spawn()
-        .map_err(BridgeError::Spawn)?;
-    let waited = Duration::from_secs(10);
-    let deadline = tokio::time::Instant::now() + waited;
-    // Poll with a bounded deadline: the daemon binds in well under a second.
-    while tokio::time::Instant::now() < deadline {
-        if let Ok(s) = UnixStream::connect(socket).await {
-            return Ok(s);
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    Err(BridgeError::SpawnTimeout {
-        path: socket.to_owned(),
-        waited,
-    })
+    Ok(UnixStream::connect(&info.agent_socket).await?)
 }
 
 /// Relays `input` → socket and socket → `output` until the socket closes.

@@ -3,10 +3,16 @@
 //! second and stopped cleanly: on shutdown it stops accepting, lets
 //! in-flight calls finish (each is audited before its reply), flushes the
 //! audit log and removes the socket file.
+//!
+//! One engine per data dir: it starts only as the writer of the data dir's
+//! audit log, before binding anything, and once it listens it publishes
+//! the data dir's discovery file (`crate::discovery`), removed again when
+//! it stops.
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -15,10 +21,14 @@ use crate::approval::{ApprovalOptions, Approvals};
 use crate::audit::{AuditError, AuditLog};
 use crate::config::Config;
 use crate::config::watch::{ConfigWatcher, Overrides, ReloadStatus};
+use crate::console::engine_api::EngineConsole;
+use crate::console::{self, Console, ConsoleAuth, UiSource};
+use crate::discovery::{EngineInfo, HttpInfo, Published};
 use crate::events::EventBus;
 use crate::guard::protect::OwnFiles;
 use crate::mcp::http::{HttpEndpoint, new_token};
 use crate::mcp::{McpServer, Role, ServerOptions};
+use crate::policy_edit::{PolicyEditor, SharedOverrides};
 use crate::secrets::open_keychain;
 use crate::setup::{self, Env, SetupError};
 use crate::socket::{AgentSocket, SocketError};
@@ -42,23 +52,24 @@ impl ServeOptions {
     /// The control socket: next to the agent socket, `<socket>.ctl`. It
     /// carries the CLI's inspect-and-steer methods, which agents never see.
     pub fn control_socket(&self) -> PathBuf {
-        self.beside_socket(".ctl")
+        crate::paths::control_socket_for(&self.socket)
     }
 
     /// Where the HTTP endpoint's URL and token are written (`0600`):
     /// `<socket>.http`, a JSON object `{"url", "token"}`.
     pub fn http_file(&self) -> PathBuf {
-        self.beside_socket(".http")
+        crate::paths::beside(&self.socket, ".http")
     }
 
-    fn beside_socket(&self, suffix: &str) -> PathBuf {
-        let mut p = self.socket.clone().into_os_string();
-        p.push(suffix);
-        p.into()
+    /// The console bearer token for non-browser clients (`0600`):
+    /// `console.token` in the data directory.
+    pub fn console_token_file(&self) -> PathBuf {
+        self.data_dir.join("console.token")
     }
 
-    /// The XDG defaults: `$XDG_RUNTIME_DIR/toolgate/agent.sock` and
-    /// `~/.local/share/toolgate`, audit rows kept 90 days.
+    /// The XDG defaults: `toolgate/agent.sock` in the runtime dir (see
+    /// [`crate::paths::RuntimeEnv`]) and `~/.local/share/toolgate`, audit
+    /// rows kept 90 days.
     pub fn defaults() -> Self {
         Self {
             socket: crate::paths::default_runtime_dir().join("agent.sock"),
@@ -73,6 +84,18 @@ impl ServeOptions {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DaemonError {
+    /// Another live process writes this data dir's audit log: one engine
+    /// per data dir, and a process that cannot record calls serves none.
+    #[error("another toolgate engine{} already owns {}; stop it first or use --data-dir", .pid.map(|p| format!(" (pid {p})")).unwrap_or_default(), .data_dir.display())]
+    Owned {
+        /// The data dir.
+        data_dir: PathBuf,
+        /// The owner's pid, when its discovery file names a live process.
+        pid: Option<u32>,
+    },
+    /// The discovery file could not be written.
+    #[error(transparent)]
+    Discovery(#[from] crate::discovery::DiscoveryError),
     /// Engine assembly failed.
     #[error(transparent)]
     Setup(#[from] SetupError),
@@ -101,6 +124,8 @@ pub enum DaemonError {
     },
 }
 
+pub use crate::discovery::ConsoleLocation;
+
 /// A started daemon: call [`Daemon::run`] to serve until shutdown.
 #[derive(Debug)]
 pub struct Daemon {
@@ -110,11 +135,19 @@ pub struct Daemon {
     socket: AgentSocket,
     control: AgentSocket,
     http: Option<(HttpEndpoint, String, PathBuf)>,
+    console: Option<ConsoleAuth>,
+    console_token: PathBuf,
+    ui: UiSource,
+    /// Declared before `audit`: the file goes before the data dir is let go.
+    published: Published,
     audit: AuditLog,
+    env: Env,
+    editor: PolicyEditor,
 }
 
 impl Daemon {
-    /// Opens the audit log, builds the engine and binds the socket.
+    /// Takes the data dir (its audit log, as writer), builds the engine,
+    /// binds the sockets and publishes the discovery file.
     ///
     /// # Errors
     /// See [`DaemonError`].
@@ -131,7 +164,7 @@ impl Daemon {
         opts: &ServeOptions,
         limits: ServerOptions,
     ) -> Result<Self, DaemonError> {
-        let audit = AuditLog::open(&opts.data_dir.join("audit.db")).await?;
+        let audit = own_audit_log(&opts.data_dir).await?;
         match audit.prune(opts.retention).await {
             Ok(n) if n > 0 => {
                 tracing::info!("pruned {n} audit rows older than the retention period")
@@ -142,9 +175,11 @@ impl Daemon {
         let events = EventBus::new();
         let approvals = Approvals::open(&audit, events.clone(), ApprovalOptions::default()).await?;
         let servers = config.servers.clone();
+        let config_path = config.path.clone();
         let a2 = audit.clone();
         let env = Env {
-            own_files: OwnFiles::for_daemon(config.path.as_deref(), &opts.data_dir, &opts.socket),
+            own_files: OwnFiles::for_daemon(config.path.as_deref(), &opts.data_dir, &opts.socket)
+                .token_file(opts.console_token_file()),
             ..Env::from_process()
         };
         let engine = setup::engine_with(config, &env, |b| {
@@ -160,14 +195,64 @@ impl Daemon {
             Some(port) => Some(start_http(port, &opts.http_file()).await?),
             None => None,
         };
+        let console_token = opts.console_token_file();
+        let console = match &http {
+            Some((endpoint, _, _)) => {
+                let auth = ConsoleAuth::new(format!("http://{}", endpoint.addr()));
+                write_secret(&console_token, auth.bearer()).map_err(|source| {
+                    DaemonError::Http {
+                        path: console_token.clone(),
+                        source,
+                    }
+                })?;
+                Some(auth)
+            }
+            None => None,
+        };
+        let editor = PolicyEditor::new(
+            engine.clone(),
+            config_path,
+            env.allowed_tools.clone(),
+            Arc::new(|_: &mut Config| {}),
+            None,
+        );
+        let mut server = McpServer::new(engine, limits).with_upstreams(upstreams.clone());
+        if let Some(auth) = &console {
+            server = server.with_console(auth.clone());
+        }
+        // Last: the file says the engine answers, so it is written once
+        // every socket listens.
+        let published = Published::new(&EngineInfo {
+            pid: std::process::id(),
+            exe: std::env::current_exe().ok(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            started_ms: crate::audit::now_ms(),
+            data_dir: opts.data_dir.clone(),
+            agent_socket: socket.path().to_owned(),
+            control_socket: control.path().to_owned(),
+            http: http.as_ref().map(|(e, _, file)| HttpInfo {
+                url: format!("http://{}/mcp", e.addr()),
+                token_file: file.clone(),
+            }),
+            console: console.as_ref().map(|auth| ConsoleLocation {
+                url: auth.origin().to_owned(),
+                token_file: console_token.clone(),
+            }),
+        })?;
         Ok(Self {
-            server: McpServer::new(engine, limits).with_upstreams(upstreams.clone()),
+            server,
             upstreams,
             watcher: None,
             socket,
             control,
             http,
+            console,
+            console_token,
+            ui: UiSource::Embedded,
+            published,
             audit,
+            env,
+            editor,
         })
     }
 
@@ -176,11 +261,17 @@ impl Daemon {
         self.socket.path()
     }
 
+    /// The discovery file this engine published.
+    pub fn discovery_file(&self) -> PathBuf {
+        self.published.path()
+    }
+
     /// Watches `path` and applies every valid edit: upstream servers are
-    /// added, removed or restarted, and the policy is swapped (pending
-    /// approvals are re-checked under the new version). Pipeline limits
-    /// and the allowlist apply from the next start. `overrides` re-applies
-    /// command-line settings to each reloaded config.
+    /// added, removed or restarted, the policy is swapped (pending
+    /// approvals are re-checked under the new version), and the allow/deny
+    /// lists are swapped (agents are sent `tools/list_changed` when they
+    /// changed). Pipeline limits apply from the next start. `overrides`
+    /// re-applies command-line settings to each reloaded config.
     ///
     /// # Errors
     /// The watcher could not start.
@@ -190,15 +281,34 @@ impl Daemon {
         initial: Config,
         overrides: Overrides,
     ) -> Result<(), DaemonError> {
-        let watcher = ConfigWatcher::start(path, initial, overrides)
+        let overrides: SharedOverrides = Arc::from(overrides);
+        let o2 = overrides.clone();
+        let watcher = ConfigWatcher::start(path, initial, Box::new(move |c| o2(c)))
             .map_err(|e| DaemonError::Watch(e.to_string()))?;
+        self.editor = PolicyEditor::new(
+            self.server.engine().clone(),
+            Some(path.to_owned()),
+            self.env.allowed_tools.clone(),
+            overrides,
+            Some(watcher.writer()),
+        );
         let mut configs = watcher.config();
         let mut status = watcher.status();
         let (engine, upstreams) = (self.server.engine().clone(), self.upstreams.clone());
+        let env = self.env.clone();
         tokio::spawn(async move {
             while configs.changed().await.is_ok() {
                 let config = configs.borrow_and_update().clone();
                 engine.policy().swap(config.policy.clone());
+                // `Config` validated the lists already; only the
+                // environment's allowlist could still be empty here, and it
+                // was checked at start.
+                match setup::tool_filter(&config, &env) {
+                    Ok(filter) => {
+                        engine.set_filter(filter);
+                    }
+                    Err(e) => tracing::error!("allow/deny lists not reloaded: {e}"),
+                }
                 upstreams
                     .apply_configured(config.servers.clone(), open_keychain)
                     .await;
@@ -218,6 +328,45 @@ impl Daemon {
         Ok(())
     }
 
+    /// The policy editor (the console's Policy view): saves to the watched
+    /// config file, or to the config's own path before
+    /// [`Daemon::watch_config`].
+    pub fn policy_editor(&self) -> &PolicyEditor {
+        &self.editor
+    }
+
+    /// Counts the config watcher's looks at the file (see
+    /// [`ConfigWatcher::checks`]); `None` when not watching.
+    pub fn config_checks(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        self.watcher.as_ref().map(ConfigWatcher::checks)
+    }
+
+    /// A fresh one-time console login URL, if the HTTP endpoint is on.
+    pub fn console_login_url(&self) -> Option<String> {
+        self.console.as_ref().map(ConsoleAuth::login_url)
+    }
+
+    /// The console's secrets, if the HTTP endpoint is on (the bearer token
+    /// is also in [`ServeOptions::console_token_file`]).
+    pub fn console_auth(&self) -> Option<&ConsoleAuth> {
+        self.console.as_ref()
+    }
+
+    /// Where the console is, for the discovery file's `console` field:
+    /// its origin and the file holding its bearer token (never the token).
+    pub fn console_location(&self) -> Option<ConsoleLocation> {
+        self.console.as_ref().map(|auth| ConsoleLocation {
+            url: auth.origin().to_owned(),
+            token_file: self.console_token.clone(),
+        })
+    }
+
+    /// Serves the console UI from `dir` instead of the embedded bundle
+    /// (`toolgate serve --ui-dir`, for UI development).
+    pub fn set_ui_dir(&mut self, dir: PathBuf) {
+        self.ui = UiSource::Dir(dir);
+    }
+
     /// The HTTP endpoint's URL and token, if it is on.
     pub fn http(&self) -> Option<(String, &str)> {
         self.http
@@ -235,10 +384,25 @@ impl Daemon {
         let control = self.server.clone().with_role(Role::Control);
         let http = async {
             if let Some((endpoint, token, file)) = self.http {
+                let console = match self.console {
+                    Some(auth) => console::router(Console {
+                        api: EngineConsole::new(
+                            self.server.engine().clone(),
+                            Some(self.upstreams.clone()),
+                        ),
+                        auth,
+                        editor: self.editor.clone(),
+                        ui: self.ui.clone(),
+                        port: endpoint.addr().port(),
+                        agent_token: token.as_str().into(),
+                    }),
+                    None => axum::Router::new(),
+                };
                 endpoint
-                    .serve(self.server.clone(), token, shutdown.clone())
+                    .serve_with(self.server.clone(), token, console, shutdown.clone())
                     .await;
                 let _ = std::fs::remove_file(file);
+                let _ = std::fs::remove_file(&self.console_token);
             }
         };
         tokio::join!(
@@ -250,6 +414,32 @@ impl Daemon {
         drop(self.watcher);
         self.audit.flush().await;
     }
+}
+
+/// Opens the data dir's audit log as its writer, before any socket is
+/// bound: if another live process writes it, this engine must not start
+/// (its calls would run and then have their replies withheld, unrecorded).
+async fn own_audit_log(data_dir: &std::path::Path) -> Result<AuditLog, DaemonError> {
+    match AuditLog::open_owned(&data_dir.join("audit.db")).await {
+        Err(AuditError::Busy { .. }) => Err(DaemonError::Owned {
+            data_dir: data_dir.to_owned(),
+            pid: crate::discovery::owner_pid(data_dir),
+        }),
+        other => Ok(other?),
+    }
+}
+
+/// Writes `secret` to `path`, readable by the owner only.
+fn write_secret(path: &std::path::Path, secret: &str) -> std::io::Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    // An older file may have been created with wider bits.
+    f.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+    f.write_all(secret.as_bytes())
 }
 
 /// Binds the HTTP endpoint and writes its URL and token to `file` (0600).

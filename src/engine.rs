@@ -20,7 +20,7 @@ use crate::config::Config;
 use crate::context::{CallContext, Session};
 use crate::error::CallError;
 use crate::events::{Event, EventBus, Outcome, StageName};
-use crate::pipeline::allowlist::ToolFilter;
+use crate::pipeline::allowlist::{FilterHandle, ToolFilter};
 use crate::pipeline::breaker::Breaker;
 use crate::pipeline::guards::GuardConfig;
 use crate::pipeline::hooks::Hook;
@@ -50,7 +50,7 @@ struct Inner {
     events: EventBus,
     settings: Settings,
     pipeline: Pipeline,
-    filter: Arc<ToolFilter>,
+    filter: FilterHandle,
     breaker: Arc<Breaker>,
     loop_guard: Arc<LoopGuard>,
     audit: Option<AuditLog>,
@@ -120,7 +120,7 @@ impl EngineBuilder {
     pub fn build(self) -> Engine {
         let events = self.events;
         let registry = Registry::new(events.clone(), self.config.strict_schemas);
-        let filter = Arc::new(self.filter.unwrap_or_else(ToolFilter::allow_all));
+        let filter = FilterHandle::new(self.filter.unwrap_or_else(ToolFilter::allow_all));
         let breaker = Arc::new(Breaker::new(events.clone()));
         let loop_guard = Arc::new(LoopGuard::new(events.clone()));
         let policy = PolicyHandle::new(self.config.policy.clone(), events.clone());
@@ -201,11 +201,29 @@ impl Engine {
     /// sorted by name.
     pub fn tools(&self) -> Vec<ToolDef> {
         let snap = self.inner.registry.snapshot();
+        let filter = self.inner.filter.load();
         snap.sorted()
             .into_iter()
-            .filter(|t| self.inner.filter.permits(t.def.name.as_str()).is_ok())
+            .filter(|t| filter.permits(t.def.name.as_str()).is_ok())
             .map(|t| t.def.clone())
             .collect()
+    }
+
+    /// The allow/deny lists in force.
+    pub fn filter(&self) -> Arc<ToolFilter> {
+        self.inner.filter.load()
+    }
+
+    /// Puts new allow/deny lists in force without a restart: the next call
+    /// and the next `tools/list` see them. When the lists differ from the
+    /// old ones, every connected agent is sent `tools/list_changed` (through
+    /// the registry's change channel). Returns whether they differed.
+    pub fn set_filter(&self, filter: ToolFilter) -> bool {
+        let changed = self.inner.filter.swap(filter);
+        if changed {
+            self.inner.registry.touch();
+        }
+        changed
     }
 
     /// The live policy; the config watcher calls `policy().swap(..)`.

@@ -76,11 +76,7 @@ pub fn engine_with(
     env: &Env,
     adjust: impl FnOnce(EngineBuilder) -> EngineBuilder,
 ) -> Result<Engine, SetupError> {
-    let filter = ToolFilter::from_sources(
-        env.allowed_tools.as_deref(),
-        config.allowed_tools.clone(),
-        config.denied_tools.clone(),
-    )?;
+    let filter = tool_filter(&config, env)?;
     let roots = Arc::new(PathRoots::new(&config.builtin.roots)?);
     let ssrf = SsrfConfig {
         allow_local: config.builtin.allow_local,
@@ -126,6 +122,20 @@ fn own_files(config: &Config, env: &Env) -> OwnFiles {
         own = own.data_dir(dir);
     }
     own
+}
+
+/// The allow/deny lists for `config`: `TOOLGATE_ALLOWED_TOOLS` (in `env`)
+/// over the file's `allowed_tools`, plus `denied_tools`. The daemon builds
+/// them again on every reload, with the same environment.
+///
+/// # Errors
+/// An empty allowlist or a bad glob.
+pub fn tool_filter(config: &Config, env: &Env) -> Result<ToolFilter, FilterError> {
+    ToolFilter::from_sources(
+        env.allowed_tools.as_deref(),
+        config.allowed_tools.clone(),
+        config.denied_tools.clone(),
+    )
 }
 
 /// The built-in tools that are not disabled.

@@ -12,7 +12,7 @@ use toolgate::events::Event;
 use crate::common::daemon::TestDaemon;
 use crate::common::obj;
 
-fn text_of(r: &CallToolResult) -> String {
+pub(crate) fn text_of(r: &CallToolResult) -> String {
     r.content
         .iter()
         .filter_map(|c| c.as_text().map(|t| t.text.clone()))
@@ -22,7 +22,10 @@ fn text_of(r: &CallToolResult) -> String {
 
 /// Starts a shell_exec call from a real client and returns the pending
 /// request id plus the task that yields the client's result.
-async fn ask(d: &TestDaemon, command: &str) -> (i64, tokio::task::JoinHandle<CallToolResult>) {
+pub(crate) async fn ask(
+    d: &TestDaemon,
+    command: &str,
+) -> (i64, tokio::task::JoinHandle<CallToolResult>) {
     let mut events = d.engine.subscribe();
     let stream = tokio::net::UnixStream::connect(&d.socket).await.unwrap();
     let client = ().serve(stream).await.unwrap();

@@ -9,26 +9,15 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
 use crate::common::daemon::TestDaemon;
+use crate::common::python::{python, python_str};
 
 const TOOLGATE: &str = env!("CARGO_BIN_EXE_toolgate");
 
-fn python_has_mcp() {
-    let ok = std::process::Command::new("python3")
-        .args(["-c", "import mcp"])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        ok,
-        "the Python `mcp` SDK is missing: run scripts/setup-test-deps first"
-    );
-}
-
 #[tokio::test]
 async fn the_python_sdk_works_through_the_stdio_bridge() {
-    python_has_mcp();
     let d = TestDaemon::start("").await;
     std::fs::write(d.root().join("a.txt"), "via python").unwrap();
-    let out = Command::new("python3")
+    let out = Command::new(python())
         .arg(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tests/fixtures/bridge_client.py"
@@ -404,7 +393,8 @@ async fn editing_the_config_adds_an_upstream_server_to_the_running_daemon() {
 
     let server = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/py_server.py");
     let extra = format!(
-        "[policy]\npreset = \"autonomous\"\n\n[[servers]]\nname = \"py\"\ntransport = \"stdio\"\ncommand = \"python3\"\nargs = [{server:?}]\n"
+        "[policy]\npreset = \"autonomous\"\n\n[[servers]]\nname = \"py\"\ntransport = \"stdio\"\ncommand = {python:?}\nargs = [{server:?}]\n",
+        python = python_str()
     );
     // Rewrite the file in place while the daemon runs.
     config_with_root(dir.path(), &extra);

@@ -16,6 +16,7 @@ use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 
 use crate::common::daemon::Raw;
+use crate::common::python::python_str;
 use crate::upstream_support::py_server;
 
 const TOOLGATE: &str = env!("CARGO_BIN_EXE_toolgate");
@@ -33,7 +34,8 @@ fn write_config(dir: &Path, servers: &str) {
 
 fn py_entry(name: &str, env: &str) -> String {
     format!(
-        "[[servers]]\nname = \"{name}\"\ntransport = \"stdio\"\ncommand = \"python3\"\nargs = [{:?}]\n{env}\n",
+        "[[servers]]\nname = \"{name}\"\ntransport = \"stdio\"\ncommand = {:?}\nargs = [{:?}]\n{env}\n",
+        python_str(),
         py_server()
     )
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::common::daemon::{Raw, TestDaemon};
+use crate::common::python::python_str;
 use crate::upstream_support::{py_server, wait_for};
 
 /// The error class toolgate put on a `tools/call` reply.
@@ -44,8 +45,9 @@ async fn agent(d: &TestDaemon) -> Raw {
 /// no retries and a breaker that opens after two counted failures.
 fn py_server_toml(name: &str, extra: &str) -> String {
     format!(
-        "[[servers]]\nname = \"{name}\"\ntransport = \"stdio\"\ncommand = \"python3\"\nargs = [{:?}]\n\
+        "[[servers]]\nname = \"{name}\"\ntransport = \"stdio\"\ncommand = {:?}\nargs = [{:?}]\n\
          timeout_ms = 500\nmax_retries = 0\nbreaker_failure_threshold = 2\n{extra}\n",
+        python_str(),
         py_server()
     )
 }

@@ -452,6 +452,9 @@ async fn peers_with_another_uid_are_refused() {
          except OSError:\n    print('closed')",
         d.socket.display().to_string()
     );
+    // Debian's own python3, not the tests' venv (crate::common::python):
+    // this client runs as `nobody`, who may not be able to read a venv in
+    // a private checkout, and it needs nothing beyond the standard library.
     let out = tokio::process::Command::new("setpriv")
         .args([
             "--reuid=65534",

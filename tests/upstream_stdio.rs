@@ -299,7 +299,11 @@ async fn list_changed_adds_tools_and_flagged_tools_wait_for_a_person() {
 async fn apply_restarts_changed_servers_and_shutdown_leaves_no_process() {
     let h = Harness::new().await;
     // `sh` leads the group and runs python as a grandchild-to-be-orphaned.
-    let script = format!("python3 {} ; exit $?", crate::upstream_support::py_server());
+    let script = format!(
+        "{} {} ; exit $?",
+        crate::common::python::python_str(),
+        crate::upstream_support::py_server()
+    );
     let wrapped = spec("wrapped", stdio("sh", &["-c", &script], &[]));
     let plain = py_spec("plain", &[]);
     h.up.apply(vec![wrapped.clone(), plain.clone()]).await;

@@ -18,6 +18,8 @@ use toolgate::tool::ToolResult;
 use toolgate::upstream::{PinStore, ServerState, UpstreamOptions, Upstreams};
 use toolgate::{CallError, Engine};
 
+use crate::common::python::python_str;
+
 /// Engine + upstreams + the temp dir holding their database.
 pub(crate) struct Harness {
     pub(crate) engine: Engine,
@@ -129,13 +131,10 @@ pub(crate) fn everything_js() -> String {
     p.to_string_lossy().into_owned()
 }
 
-/// The Python fixture server, after checking the `mcp` package imports.
+/// The Python fixture server, after checking the `mcp` package imports
+/// (in the venv of `crate::common::python`).
 pub(crate) fn py_server() -> String {
-    let ok = std::process::Command::new("python3")
-        .args(["-c", "import mcp.server.mcpserver"])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "python3 cannot import the `mcp` package: {SETUP}");
+    crate::common::python::python();
     repo()
         .join("tests/fixtures/py_server.py")
         .to_string_lossy()
@@ -162,7 +161,8 @@ pub(crate) fn stdio(command: &str, args: &[&str], env: &[(&str, &str)]) -> Trans
 
 /// The Python fixture over stdio.
 pub(crate) fn py_spec(name: &str, env: &[(&str, &str)]) -> ServerSpec {
-    spec(name, stdio("python3", &[&py_server()], env))
+    let server = py_server();
+    spec(name, stdio(&python_str(), &[&server], env))
 }
 
 /// All text of a result.

@@ -337,7 +337,7 @@ fn invalid_policy_config_reports_every_problem_with_its_path() {
     for want in [
         "policy.approval_timeout_s: must be at least 1",
         "policy.rules[0]: set exactly one of `risk` or `verdict`",
-        "policy.rules[1]: bad re pattern `(`",
+        "policy.rules[1].regex: bad re pattern `(`",
         "policy.rules[2]: `glob`, `path`, `regex` and `negate` need `arg`",
         "policy.callers[0]: set at least one of uid, exe, client, agent",
     ] {

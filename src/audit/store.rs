@@ -35,6 +35,22 @@ pub enum AuditError {
     /// Another process writes this audit log; this handle only reads.
     #[error("audit log is written by another toolgate process; this one may only read it")]
     ReadOnly,
+    /// [`AuditLog::open_owned`]: another process holds the log's journal,
+    /// so this one cannot record calls and must not serve any.
+    #[error("audit log {} is written by another process", .path.display())]
+    Busy {
+        /// The database file.
+        path: PathBuf,
+    },
+}
+
+/// How a handle opens the log.
+#[derive(Debug, Clone, Copy)]
+enum Access {
+    /// Takes the journal, and so writes, unless another process holds it.
+    WriteIfFree,
+    /// Never takes the journal.
+    Read,
 }
 
 /// The audit log. Cloning shares it.
@@ -59,6 +75,21 @@ impl AuditLog {
     /// # Errors
     /// [`AuditError::Open`] naming the file.
     pub async fn open(path: &Path) -> Result<Self, AuditError> {
+        Self::open_as(path, Access::WriteIfFree).await
+    }
+
+    /// Opens the log only to read it, never taking its journal: for
+    /// `toolgate audit`, which must not keep an engine from starting while
+    /// it runs. Reads include rows the writer journaled and has not
+    /// committed yet, as through a handle that found the log busy.
+    ///
+    /// # Errors
+    /// [`AuditError::Open`] naming the file.
+    pub async fn open_reader(path: &Path) -> Result<Self, AuditError> {
+        Self::open_as(path, Access::Read).await
+    }
+
+    async fn open_as(path: &Path, access: Access) -> Result<Self, AuditError> {
         let open_err = |e: &dyn std::fmt::Display| AuditError::Open {
             path: path.to_owned(),
             message: e.to_string(),
@@ -88,12 +119,40 @@ impl AuditLog {
             .run(&pool)
             .await
             .map_err(|e| open_err(&e))?;
-        let writer = Writer::start(path).map_err(|e| open_err(&e))?;
+        let writer = match access {
+            Access::WriteIfFree => Writer::start(path).map_err(|e| open_err(&e))?,
+            Access::Read => Writer::Reader(path.to_owned()),
+        };
         Ok(Self {
             writer,
             pool,
             path: path.to_owned(),
         })
+    }
+
+    /// Opens the log like [`Self::open`], but only as its writer: the
+    /// daemon's open. A process that cannot record calls must serve none
+    /// (DESIGN.md: one engine per data dir), so a log whose journal
+    /// another live process holds is an error here, where readers such as
+    /// `toolgate audit` get a read-only handle from [`Self::open`].
+    ///
+    /// # Errors
+    /// [`AuditError::Busy`] when another process writes the log, or
+    /// [`AuditError::Open`] naming the file.
+    pub async fn open_owned(path: &Path) -> Result<Self, AuditError> {
+        let log = Self::open(path).await?;
+        if log.is_owner() {
+            Ok(log)
+        } else {
+            Err(AuditError::Busy {
+                path: path.to_owned(),
+            })
+        }
+    }
+
+    /// Whether this process writes the log (holds its journal).
+    pub fn is_owner(&self) -> bool {
+        self.writer.is_owner()
     }
 
     /// The connection pool, for other stores that share the database file
@@ -516,6 +575,41 @@ mod tests {
             Err(AuditError::ReadOnly)
         ));
         assert_eq!(other.recent_calls(10).await.unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn an_owned_open_of_a_log_another_handle_writes_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.db");
+        let owner = AuditLog::open_owned(&path).await.unwrap();
+        assert!(owner.is_owner());
+        let e = AuditLog::open_owned(&path).await.unwrap_err();
+        assert!(
+            matches!(&e, AuditError::Busy { path: p } if *p == path),
+            "{e}"
+        );
+        let reader = AuditLog::open(&path).await.unwrap();
+        assert!(!reader.is_owner(), "readers still open it");
+        drop((owner, reader));
+        assert!(AuditLog::open_owned(&path).await.unwrap().is_owner());
+    }
+
+    #[tokio::test]
+    async fn a_reader_never_takes_the_log_from_a_writer_to_come() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.db");
+        let owner = AuditLog::open_owned(&path).await.unwrap();
+        owner.record_call(rec(1)).await.unwrap();
+        drop(owner);
+        // No writer now: the reader still only reads, and sees the row.
+        let reader = AuditLog::open_reader(&path).await.unwrap();
+        assert!(!reader.is_owner());
+        assert_eq!(reader.recent_calls(10).await.unwrap().len(), 1);
+        assert!(matches!(
+            reader.record_call(rec(2)).await,
+            Err(AuditError::ReadOnly)
+        ));
+        assert!(AuditLog::open_owned(&path).await.unwrap().is_owner());
     }
 
     #[tokio::test]

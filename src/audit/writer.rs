@@ -177,6 +177,11 @@ impl Writer {
         })))
     }
 
+    /// Whether this process writes the log.
+    pub(super) fn is_owner(&self) -> bool {
+        matches!(self, Self::Owner(_))
+    }
+
     /// Makes a call's row durable; it reaches SQLite shortly after.
     /// `body` is a [`CallRecord`] as a JSON object.
     pub(super) fn call(&self, body: &[u8]) -> Result<(), AuditError> {

@@ -6,6 +6,7 @@
 //! failure_threshold: must be at least 1`), so a person fixes the file in one
 //! pass. Defaults live in `settings` and `pipeline::policy`, one place each.
 
+pub mod edit;
 pub mod import;
 mod locate;
 mod policy;
@@ -180,6 +181,7 @@ impl Config {
                 merge_limits(&defaults, o, &format!("tools.{name}"), &mut problems),
             );
         }
+        tool_lists(&raw, &mut problems);
         let builtin = builtin_config(&raw, &mut problems);
         let servers = servers::validate(&raw.servers, &mut problems);
         let policy = policy::policy_config(&raw, &builtin.roots, &mut problems);
@@ -202,6 +204,30 @@ impl Config {
             servers,
         })
     }
+}
+
+/// Checks `allowed_tools` / `denied_tools` the way the engine will compile
+/// them, so a file with an empty allowlist or a bad glob is refused as a
+/// whole (on reload too) instead of failing later at engine start.
+fn tool_lists(raw: &RawConfig, problems: &mut Vec<String>) {
+    use crate::pipeline::allowlist::{FilterError, ToolFilter};
+    let Err(e) = ToolFilter::check(raw.allowed_tools.clone(), raw.denied_tools.clone()) else {
+        return;
+    };
+    let at = |list: &str, pattern: &str| {
+        let (key, patterns) = match list {
+            "allow" => ("allowed_tools", raw.allowed_tools.as_deref().unwrap_or(&[])),
+            _ => ("denied_tools", raw.denied_tools.as_slice()),
+        };
+        match patterns.iter().position(|p| p.trim() == pattern) {
+            Some(i) => format!("{key}[{i}]"),
+            None => key.to_owned(),
+        }
+    };
+    problems.push(match &e {
+        FilterError::BadPattern { list, pattern, .. } => format!("{}: {e}", at(list, pattern)),
+        _ => format!("allowed_tools: {e}"),
+    });
 }
 
 fn builtin_config(raw: &RawConfig, problems: &mut Vec<String>) -> BuiltinConfig {

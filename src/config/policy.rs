@@ -137,7 +137,7 @@ fn condition(
                 negate: r.negate,
             })),
             Err(e) => {
-                problems.push(format!("{at}: {e}"));
+                problems.push(format!("{at}.{}: {e}", key_of(*kind)));
                 None
             }
         },
@@ -147,6 +147,15 @@ fn condition(
             ));
             None
         }
+    }
+}
+
+/// The config key a pattern kind is written under.
+fn key_of(kind: PatternKind) -> &'static str {
+    match kind {
+        PatternKind::Glob => "glob",
+        PatternKind::Path => "path",
+        PatternKind::Regex => "regex",
     }
 }
 

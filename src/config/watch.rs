@@ -15,12 +15,16 @@
 //! - A rewrite with byte-identical content publishes no new config (so an
 //!   editor's "save" without changes restarts no upstream server), but does
 //!   clear a previous error.
+//! - A write made through [`ConfigWriter`] (the console's policy editor) is
+//!   in force before the file changes: the writer records the text, so the
+//!   watcher's reload of it finds the same bytes and publishes nothing. The
+//!   policy version therefore moves once per console edit, not twice.
 //!
 //! Reloading runs on the debouncer's own thread (reading and validating a
 //! config takes microseconds), so no async runtime is needed to start it.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use notify_debouncer_full::notify::{EventKind, RecursiveMode};
@@ -90,7 +94,57 @@ pub enum WatchError {
 pub struct ConfigWatcher {
     config: watch::Receiver<Arc<Config>>,
     status: watch::Receiver<ReloadStatus>,
+    checks: watch::Receiver<u64>,
+    writer: ConfigWriter,
     _debouncer: Debouncer<RecommendedWatcher, RecommendedCache>,
+}
+
+/// Writes the config file on behalf of the running engine, so the watcher
+/// does not reload what is already in force. Cloning shares it.
+#[derive(Clone)]
+pub struct ConfigWriter {
+    path: PathBuf,
+    last_text: Arc<Mutex<Option<String>>>,
+    config: Arc<watch::Sender<Arc<Config>>>,
+}
+
+impl std::fmt::Debug for ConfigWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConfigWriter")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ConfigWriter {
+    /// The file it writes.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Replaces the file with `text` atomically (see [`super::edit::save`])
+    /// and records `config`, the already-validated form of `text`, as the
+    /// one in force, without waking the config's subscribers: the caller
+    /// applies it itself.
+    ///
+    /// # Errors
+    /// The write failed; the file and the recorded config are unchanged.
+    pub fn write(&self, text: &str, config: Config) -> std::io::Result<()> {
+        // Held across the write: the reload handler takes it before
+        // reading the file, so it sees either the old text with the old
+        // record or the new text with the new one.
+        let mut last = self
+            .last_text
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        super::edit::save(&self.path, text)?;
+        *last = Some(text.to_owned());
+        self.config.send_if_modified(|c| {
+            *c = Arc::new(config);
+            false
+        });
+        Ok(())
+    }
 }
 
 impl std::fmt::Debug for ConfigWatcher {
@@ -105,10 +159,11 @@ impl std::fmt::Debug for ConfigWatcher {
 struct Reloader {
     path: PathBuf,
     overrides: Overrides,
-    config: watch::Sender<Arc<Config>>,
+    config: Arc<watch::Sender<Arc<Config>>>,
     status: watch::Sender<ReloadStatus>,
+    checks: watch::Sender<u64>,
     generation: u64,
-    last_text: Option<String>,
+    last_text: Arc<Mutex<Option<String>>>,
 }
 
 impl ConfigWatcher {
@@ -126,14 +181,23 @@ impl ConfigWatcher {
             source,
         })?;
         let (config_tx, config) = watch::channel(Arc::new(initial));
+        let config_tx = Arc::new(config_tx);
         let (status_tx, status) = watch::channel(ReloadStatus::Initial);
+        let (checks_tx, checks) = watch::channel(0);
+        let last_text = Arc::new(Mutex::new(std::fs::read_to_string(path).ok()));
+        let writer = ConfigWriter {
+            path: path.to_owned(),
+            last_text: last_text.clone(),
+            config: config_tx.clone(),
+        };
         let mut reloader = Reloader {
             path: path.to_owned(),
             overrides,
             config: config_tx,
             status: status_tx,
+            checks: checks_tx,
             generation: 0,
-            last_text: std::fs::read_to_string(path).ok(),
+            last_text,
         };
         let mut debouncer = new_debouncer(DEBOUNCE, None, move |res: DebounceEventResult| {
             reloader.handle(res);
@@ -148,8 +212,21 @@ impl ConfigWatcher {
         Ok(Self {
             config,
             status,
+            checks,
+            writer,
             _debouncer: debouncer,
         })
+    }
+
+    /// Counts the times the file was re-read, whether or not anything was
+    /// published: lets a test wait until a write has been looked at.
+    pub fn checks(&self) -> watch::Receiver<u64> {
+        self.checks.clone()
+    }
+
+    /// A writer whose writes this watcher does not reload.
+    pub fn writer(&self) -> ConfigWriter {
+        self.writer.clone()
     }
 
     /// The config in force; `changed()` fires on each new valid config.
@@ -203,6 +280,13 @@ impl Reloader {
     }
 
     fn reload(&mut self) {
+        self.reload_once();
+        self.checks.send_modify(|n| *n += 1);
+    }
+
+    fn reload_once(&mut self) {
+        let last_text = self.last_text.clone();
+        let mut last_text = last_text.lock().unwrap_or_else(PoisonError::into_inner);
         let text = match std::fs::read_to_string(&self.path) {
             Ok(t) => t,
             Err(source) => {
@@ -212,7 +296,7 @@ impl Reloader {
                 });
             }
         };
-        if self.last_text.as_deref() == Some(text.as_str()) {
+        if last_text.as_deref() == Some(text.as_str()) {
             // Same bytes as the config in force: clear a stale error only.
             if matches!(*self.status.borrow(), ReloadStatus::Rejected { .. }) {
                 self.status.send_replace(ReloadStatus::Applied {
@@ -225,7 +309,7 @@ impl Reloader {
             Ok(mut config) => {
                 (self.overrides)(&mut config);
                 self.generation += 1;
-                self.last_text = Some(text);
+                *last_text = Some(text);
                 self.config.send_replace(Arc::new(config));
                 tracing::info!(path = %self.path.display(), generation = self.generation, "config reloaded");
                 self.status.send_replace(ReloadStatus::Applied {

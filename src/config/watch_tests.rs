@@ -173,3 +173,38 @@ fn start_creates_a_missing_directory_and_rejects_non_files() {
         Err(WatchError::NotAFile(_))
     ));
 }
+
+/// The console's policy editor writes through [`ConfigWriter`] and applies
+/// the new config itself; the watcher must not publish it a second time
+/// (that would bump the policy version again and stale the editor's own
+/// next edit).
+#[tokio::test]
+async fn a_write_through_the_writer_is_looked_at_but_not_published() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.toml");
+    std::fs::write(&path, server("one")).unwrap();
+    let w = start(&path);
+    let (mut config, mut checks, status) = (w.config(), w.checks(), w.status());
+    config.borrow_and_update();
+    assert_eq!(*checks.borrow_and_update(), 0);
+
+    let text = server("two");
+    let parsed = Config::parse(&text, &path).unwrap();
+    w.writer().write(&text, parsed).unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    timeout(WAIT, checks.changed())
+        .await
+        .expect("the watcher looks at the write")
+        .unwrap();
+    assert!(!config.has_changed().unwrap(), "published a second time");
+    assert_eq!(
+        names(&config.borrow()),
+        ["two"],
+        "the writer's config is in force"
+    );
+    assert!(matches!(*status.borrow(), ReloadStatus::Initial));
+
+    // An outside edit afterwards is reloaded as usual.
+    atomic_write(&path, &server("three"));
+    assert_eq!(names(&*next_config(&mut config).await), ["three"]);
+}

@@ -9,6 +9,7 @@ use super::jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS};
 use super::server::Refused;
 use crate::Engine;
 use crate::approval::{Decider, Decision};
+use crate::console::ConsoleAuth;
 use crate::context::Caller;
 use crate::upstream::Upstreams;
 
@@ -16,7 +17,7 @@ use crate::upstream::Upstreams;
 /// socket and the agent HTTP endpoint they are unknown methods (-32601), so
 /// an agent cannot approve its own call through the protocol it uses for
 /// tools.
-pub const METHODS: [&str; 11] = [
+pub const METHODS: [&str; 12] = [
     "toolgate/tools",
     "toolgate/breakers",
     "toolgate/breakers/reset",
@@ -28,6 +29,7 @@ pub const METHODS: [&str; 11] = [
     "toolgate/servers",
     "toolgate/pins",
     "toolgate/pins/approve",
+    "toolgate/console/login",
 ];
 
 /// Whether `method` is a control method.
@@ -59,6 +61,7 @@ fn refused(e: impl std::fmt::Display) -> Refused {
 pub(super) async fn handle(
     engine: &Engine,
     upstreams: Option<&Upstreams>,
+    console: Option<&ConsoleAuth>,
     caller: &Caller,
     method: &str,
     params: Option<Value>,
@@ -126,6 +129,13 @@ pub(super) async fn handle(
             let name =
                 str_param(&params, "name").ok_or((INVALID_PARAMS, "missing `name`".to_owned()))?;
             json_of(up.approve(name).await.map_err(refused)?)
+        }
+        "toolgate/console/login" => {
+            let auth = console.ok_or((
+                INVALID_PARAMS,
+                "this daemon serves no console (it was started with --no-http)".to_owned(),
+            ))?;
+            Ok(json!({"url": auth.login_url()}))
         }
         other => Err((INVALID_PARAMS, format!("`{other}` is not a control method"))),
     }

@@ -68,6 +68,20 @@ impl HttpEndpoint {
 
     /// Serves until `shutdown`.
     pub async fn serve(self, server: McpServer, token: String, shutdown: CancellationToken) {
+        self.serve_with(server, token, Router::new(), shutdown)
+            .await;
+    }
+
+    /// Serves `/mcp` and, on the same listener, the routes of `others`
+    /// (the console), each behind its own guard: the agents' token
+    /// guard applies to `/mcp` only.
+    pub async fn serve_with(
+        self,
+        server: McpServer,
+        token: String,
+        others: Router,
+        shutdown: CancellationToken,
+    ) {
         let state = Http {
             server,
             token: token.into(),
@@ -77,7 +91,8 @@ impl HttpEndpoint {
         let app = Router::new()
             .route("/mcp", post(post_mcp).get(get_mcp).delete(delete_mcp))
             .layer(middleware::from_fn_with_state(state.clone(), guard))
-            .with_state(state.clone());
+            .with_state(state.clone())
+            .merge(others);
         let result = axum::serve(self.listener, app)
             .with_graceful_shutdown(shutdown.cancelled_owned())
             .await;
@@ -139,7 +154,7 @@ async fn guard(State(s): State<Http>, req: Request, next: Next) -> Response {
     next.run(req).await
 }
 
-fn is_local(host: &str, port: u16) -> bool {
+pub(crate) fn is_local(host: &str, port: u16) -> bool {
     ["127.0.0.1", "localhost", "[::1]"]
         .iter()
         .any(|h| host == format!("{h}:{port}"))
@@ -147,7 +162,7 @@ fn is_local(host: &str, port: u16) -> bool {
 
 /// Compares without an early exit, so the token cannot be guessed byte by
 /// byte from response times.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

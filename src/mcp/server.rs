@@ -127,6 +127,7 @@ pub struct McpServer {
     opts: Arc<ServerOptions>,
     role: Role,
     upstreams: Option<crate::upstream::Upstreams>,
+    console: Option<crate::console::ConsoleAuth>,
 }
 
 impl McpServer {
@@ -137,12 +138,20 @@ impl McpServer {
             opts: Arc::new(opts),
             role: Role::Agent,
             upstreams: None,
+            console: None,
         }
     }
 
     /// Lets the control role show upstream servers and approve pins.
     pub fn with_upstreams(mut self, upstreams: crate::upstream::Upstreams) -> Self {
         self.upstreams = Some(upstreams);
+        self
+    }
+
+    /// Lets the control role mint console login links
+    /// (`toolgate/console/login`, for `toolgate console`).
+    pub fn with_console(mut self, console: crate::console::ConsoleAuth) -> Self {
+        self.console = Some(console);
         self
     }
 
@@ -312,8 +321,15 @@ impl McpServer {
             },
             m if self.role == Role::Control && super::control::is_control(m) => {
                 let caller = conn.session().caller;
-                super::control::handle(&self.engine, self.upstreams.as_ref(), &caller, m, params)
-                    .await
+                super::control::handle(
+                    &self.engine,
+                    self.upstreams.as_ref(),
+                    self.console.as_ref(),
+                    &caller,
+                    m,
+                    params,
+                )
+                .await
             }
             "toolgate/register" => gate::register(&self.engine, conn, params),
             "toolgate/gate" => gate::gate(&self.engine, conn, params).await,

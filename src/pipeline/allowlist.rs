@@ -15,9 +15,14 @@
 //! - deny patterns always win over allow patterns;
 //! - patterns that match no registered tool are reported
 //!   ([`ToolFilter::check_unmatched`]), and fail startup in strict mode (CI).
+//!
+//! The filter in force sits in a [`FilterHandle`], so a config reload or a
+//! person's edit in the console replaces it without a restart: the next
+//! call and the next `tools/list` see the new lists.
 
 use std::sync::{Arc, Once};
 
+use arc_swap::ArcSwap;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
 use super::{Call, Enter, Stage};
@@ -149,6 +154,19 @@ impl ToolFilter {
         Self::build(allow.map(|a| (Origin::Config, a)), deny)
     }
 
+    /// Checks configured lists as [`ToolFilter::new`] would build them,
+    /// without logging the "no allowlist" warning: config validation
+    /// runs in commands that never build an engine.
+    ///
+    /// # Errors
+    /// As [`ToolFilter::new`].
+    pub fn check(allow: Option<Vec<String>>, deny: Vec<String>) -> Result<(), FilterError> {
+        if let Some(raw) = allow {
+            Self::build(Some((Origin::Config, raw)), Vec::new())?;
+        }
+        Patterns::compile("deny", clean(deny)).map(drop)
+    }
+
     /// A filter from the environment and the config. `env` is the value of
     /// [`ALLOWED_TOOLS_ENV`] if set (comma-separated); it wins over
     /// `config_allow` so one run can be narrowed without editing the config.
@@ -193,6 +211,20 @@ impl ToolFilter {
     /// Whether an allowlist restricts tools at all.
     pub fn is_restricted(&self) -> bool {
         self.allow.is_some()
+    }
+
+    /// Whether the allowlist in force comes from [`ALLOWED_TOOLS_ENV`]
+    /// (then the config file's `allowed_tools` is not what applies).
+    pub fn allow_from_env(&self) -> bool {
+        matches!(self.allow, Some((Origin::Env, _)))
+    }
+
+    /// Whether `other` has the same lists, from the same origin: a reload
+    /// that changes nothing here must not tell every agent the tool list
+    /// changed.
+    pub fn same_lists(&self, other: &Self) -> bool {
+        let allow = |f: &Self| f.allow.as_ref().map(|(o, p)| (*o, p.raw.clone()));
+        allow(self) == allow(other) && self.deny.raw == other.deny.raw
     }
 
     /// Whether `name` may be listed and called; `Err` says which rule hid it.
@@ -276,14 +308,53 @@ fn warn_unrestricted() -> bool {
     logged
 }
 
+/// The filter in force, replaceable at run time. Cloning shares it.
+///
+/// Reads are one `ArcSwap` load (no lock on the call path); a swap is seen
+/// by every call that reaches the allowlist stage afterwards. Calls already
+/// past the stage finish under the filter they were checked against.
+#[derive(Debug, Clone)]
+pub struct FilterHandle {
+    current: Arc<ArcSwap<ToolFilter>>,
+}
+
+impl Default for FilterHandle {
+    fn default() -> Self {
+        Self::new(ToolFilter::allow_all())
+    }
+}
+
+impl FilterHandle {
+    /// A handle holding `filter`.
+    pub fn new(filter: ToolFilter) -> Self {
+        Self {
+            current: Arc::new(ArcSwap::from_pointee(filter)),
+        }
+    }
+
+    /// The filter in force.
+    pub fn load(&self) -> Arc<ToolFilter> {
+        self.current.load_full()
+    }
+
+    /// Puts `filter` in force. Returns whether its lists differ from the
+    /// ones it replaced, so the caller knows whether to announce a changed
+    /// tool list.
+    pub fn swap(&self, filter: ToolFilter) -> bool {
+        let new = Arc::new(filter);
+        let old = self.current.swap(new.clone());
+        !old.same_lists(&new)
+    }
+}
+
 /// The allowlist stage.
 pub struct Allowlist {
-    filter: Arc<ToolFilter>,
+    filter: FilterHandle,
 }
 
 impl Allowlist {
-    /// A stage enforcing `filter`.
-    pub fn new(filter: Arc<ToolFilter>) -> Self {
+    /// A stage enforcing the filter in force in `filter`.
+    pub fn new(filter: FilterHandle) -> Self {
         Self { filter }
     }
 }
@@ -294,7 +365,7 @@ impl Stage for Allowlist {
     }
 
     fn enter(&self, call: &mut Call) -> Enter {
-        match self.filter.permits(call.tool_name()) {
+        match self.filter.current.load().permits(call.tool_name()) {
             Ok(()) => Enter::Pass,
             Err(reason) => Enter::Refuse(CallError::NotAllowed {
                 tool: call.tool_name().to_owned(),
@@ -342,6 +413,23 @@ mod tests {
         }
         let e = ToolFilter::new(Some(vec![]), vec![]).unwrap_err();
         assert_eq!(e, FilterError::EmptyAllowlist { origin: "config" });
+    }
+
+    #[test]
+    fn check_refuses_what_new_refuses() {
+        assert_eq!(ToolFilter::check(None, vec![]), Ok(()));
+        assert_eq!(
+            ToolFilter::check(Some(strings(&["fs_*"])), strings(&["x"])),
+            Ok(())
+        );
+        assert_eq!(
+            ToolFilter::check(Some(vec![" ".into()]), vec![]),
+            Err(FilterError::EmptyAllowlist { origin: "config" })
+        );
+        assert!(matches!(
+            ToolFilter::check(None, strings(&["{a"])),
+            Err(FilterError::BadPattern { list: "deny", .. })
+        ));
     }
 
     #[test]
@@ -408,7 +496,7 @@ mod tests {
 
     #[tokio::test]
     async fn stage_refuses_hidden_tools_before_the_inner_stage() {
-        let stage = Allowlist::new(Arc::new(filter(Some(&["fs_*"]), &["fs_delete"])));
+        let stage = Allowlist::new(FilterHandle::new(filter(Some(&["fs_*"]), &["fs_delete"])));
         let script = Script::new(vec![]);
         let mut call = call_of(def("fs_delete", json!({"type": "object"})), json!({}));
         let err = run_stage(&stage, &mut call, &script).await.unwrap_err();

@@ -357,7 +357,7 @@ pub struct Parts {
     /// Event stream for breaker transitions, retries, loop-guard levels.
     pub events: EventBus,
     /// Allow/deny lists.
-    pub filter: Arc<allowlist::ToolFilter>,
+    pub filter: allowlist::FilterHandle,
     /// BEFORE/AFTER hooks, in order.
     pub hooks: Vec<Arc<dyn hooks::Hook>>,
     /// Path and SSRF guard settings.

@@ -25,7 +25,7 @@ pub(crate) fn parts() -> Parts {
         policy: crate::approval::PolicyHandle::new(policy::PolicyConfig::default(), events.clone()),
         approvals: None,
         events,
-        filter: Arc::new(allowlist::ToolFilter::allow_all()),
+        filter: allowlist::FilterHandle::default(),
         hooks: Vec::new(),
         guards: Arc::new(guards::GuardConfig::default()),
     }

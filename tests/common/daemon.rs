@@ -12,8 +12,10 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use toolgate::Engine;
 use toolgate::config::Config;
+use toolgate::console::ConsoleAuth;
 use toolgate::daemon::{Daemon, ServeOptions};
 use toolgate::mcp::ServerOptions;
+use toolgate::policy_edit::PolicyEditor;
 
 /// A running daemon in a temp dir; `root/` is its file root.
 pub(crate) struct TestDaemon {
@@ -24,6 +26,12 @@ pub(crate) struct TestDaemon {
     /// The HTTP endpoint's URL and token.
     pub(crate) http: (String, String),
     pub(crate) handle: JoinHandle<()>,
+    /// The policy editor (saves to `config.toml` when watched).
+    pub(crate) editor: PolicyEditor,
+    /// The config watcher's looks at the file, when watched.
+    pub(crate) checks: Option<tokio::sync::watch::Receiver<u64>>,
+    /// The console's secrets (login links, bearer token).
+    pub(crate) console: ConsoleAuth,
 }
 
 impl TestDaemon {
@@ -32,7 +40,7 @@ impl TestDaemon {
     }
 
     pub(crate) async fn start_with(toml: &str, limits: ServerOptions) -> Self {
-        Self::start_adjusted(toml, limits, |_, _| {}).await
+        Self::start_in(tempfile::tempdir().unwrap(), toml, limits, false, |_, _| {}).await
     }
 
     /// Like [`Self::start_with`], with a chance to change the config (its
@@ -42,11 +50,44 @@ impl TestDaemon {
         limits: ServerOptions,
         adjust: impl FnOnce(&mut Config, &std::path::Path),
     ) -> Self {
-        let dir = tempfile::tempdir().unwrap();
+        Self::start_in(tempfile::tempdir().unwrap(), toml, limits, false, adjust).await
+    }
+
+    /// A daemon whose config is the file `config.toml` in its directory,
+    /// watched as `toolgate serve` watches it.
+    pub(crate) async fn start_watched(toml: &str) -> Self {
+        Self::start_in(
+            tempfile::tempdir().unwrap(),
+            toml,
+            ServerOptions::default(),
+            true,
+            |_, _| {},
+        )
+        .await
+    }
+
+    /// The watched config file (see [`Self::start_watched`]).
+    pub(crate) fn config_path(&self) -> PathBuf {
+        self.dir.path().join("config.toml")
+    }
+
+    async fn start_in(
+        dir: TempDir,
+        toml: &str,
+        limits: ServerOptions,
+        watched: bool,
+        adjust: impl FnOnce(&mut Config, &std::path::Path),
+    ) -> Self {
         let root = dir.path().join("root");
         std::fs::create_dir_all(&root).unwrap();
-        let mut config = Config::parse(toml, std::path::Path::new("test.toml")).unwrap();
-        config.builtin.roots = vec![root];
+        let file = dir.path().join("config.toml");
+        let mut config = if watched {
+            std::fs::write(&file, toml).unwrap();
+            Config::load(Some(&file)).unwrap()
+        } else {
+            Config::parse(toml, std::path::Path::new("test.toml")).unwrap()
+        };
+        config.builtin.roots = vec![root.clone()];
         adjust(&mut config, dir.path());
         let opts = ServeOptions {
             socket: dir.path().join("run/agent.sock"),
@@ -54,8 +95,17 @@ impl TestDaemon {
             retention: Duration::from_secs(86_400),
             http_port: Some(0),
         };
-        let daemon = Daemon::start_with(config, &opts, limits).await.unwrap();
+        let mut daemon = Daemon::start_with(config.clone(), &opts, limits)
+            .await
+            .unwrap();
+        if watched {
+            let overrides = Box::new(move |c: &mut Config| c.builtin.roots = vec![root.clone()]);
+            daemon.watch_config(&file, config, overrides).unwrap();
+        }
         let engine = daemon.engine().clone();
+        let editor = daemon.policy_editor().clone();
+        let checks = daemon.config_checks();
+        let console = daemon.console_auth().expect("http on").clone();
         let http = daemon
             .http()
             .map(|(u, t)| (u, t.to_owned()))
@@ -69,7 +119,22 @@ impl TestDaemon {
             shutdown,
             http,
             handle,
+            editor,
+            checks,
+            console,
         }
+    }
+
+    /// The HTTP listener's origin, `http://127.0.0.1:PORT`.
+    pub(crate) fn origin(&self) -> String {
+        self.http.0.trim_end_matches("/mcp").to_owned()
+    }
+
+    /// The control socket (the CLI's).
+    pub(crate) fn control_socket(&self) -> PathBuf {
+        let mut p = self.socket.clone().into_os_string();
+        p.push(".ctl");
+        p.into()
     }
 
     pub(crate) fn root(&self) -> PathBuf {
@@ -82,13 +147,6 @@ impl TestDaemon {
 
     pub(crate) async fn raw(&self) -> Raw {
         Raw::connect(&self.socket).await
-    }
-
-    /// The control socket (`<socket>.ctl`), as the CLI uses it.
-    pub(crate) fn control_socket(&self) -> PathBuf {
-        let mut p = self.socket.clone().into_os_string();
-        p.push(".ctl");
-        p.into()
     }
 
     /// A raw client on the control socket.

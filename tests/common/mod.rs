@@ -95,3 +95,4 @@ pub(crate) fn types(events: &[Value]) -> Vec<String> {
 }
 
 pub(crate) mod daemon;
+pub(crate) mod python;

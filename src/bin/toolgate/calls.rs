@@ -11,14 +11,14 @@ use toolgate::client::ControlClient;
 use toolgate::context::{Caller, Session};
 use toolgate::mcp::convert;
 
-use crate::{Cli, config, fail, serve_options};
+use crate::{Cli, config, fail, locate};
 
 /// The daemon's control connection, unless `--local` or none runs.
 async fn daemon(cli: &Cli) -> Option<ControlClient> {
     if cli.local {
         return None;
     }
-    ControlClient::connect(&serve_options(cli).control_socket())
+    ControlClient::connect(&locate(cli).await.control)
         .await
         .ok()
 }

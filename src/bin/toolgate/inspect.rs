@@ -11,10 +11,47 @@ use serde_json::{Value, json};
 use toolgate::audit::{AuditLog, CallRow};
 use toolgate::client::ControlClient;
 
-use crate::{Cli, config, serve_options};
+use crate::{Cli, config, data_dir, locate};
 
 /// One control call, printed: the `key` list as a table of its fields (or
 /// JSON), or the whole reply as JSON.
+/// `toolgate console`: a fresh one-time login URL from the daemon, opened
+/// in the default browser (or only printed).
+pub(crate) async fn console(cli: &Cli, print: bool) -> anyhow::Result<ExitCode> {
+    let path = locate(cli).await.control;
+    let mut c = ControlClient::connect(&path).await.with_context(|| {
+        format!(
+            "no daemon answers on {}; start `toolgate serve` first",
+            path.display()
+        )
+    })?;
+    let r = c
+        .request("toolgate/console/login", serde_json::json!({}))
+        .await?;
+    let url = r["url"]
+        .as_str()
+        .context("the daemon answered no console URL")?;
+    let mut out = std::io::stdout().lock();
+    if print {
+        writeln!(out, "{url}")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    match opener::open_browser(url) {
+        Ok(()) => writeln!(
+            out,
+            "opened the console in your browser (the link works once)"
+        )?,
+        Err(e) => {
+            // No browser (a server, SSH): the link is still usable.
+            writeln!(
+                out,
+                "could not open a browser ({e}); open this link once:\n{url}"
+            )?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub(crate) async fn control(
     cli: &Cli,
     method: &str,
@@ -22,7 +59,7 @@ pub(crate) async fn control(
     key: &str,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let path = serve_options(cli).control_socket();
+    let path = locate(cli).await.control;
     let mut c = ControlClient::connect(&path).await.with_context(|| {
         format!(
             "no daemon answers on {}; start `toolgate serve`",
@@ -61,7 +98,7 @@ pub(crate) async fn breakers(
     reset: Option<&str>,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let path = serve_options(cli).control_socket();
+    let path = locate(cli).await.control;
     let mut c = ControlClient::connect(&path).await.with_context(|| {
         format!(
             "breakers live in the daemon, and none answers on {}; start `toolgate serve`",
@@ -115,17 +152,14 @@ pub(crate) async fn audit(
     limit: i64,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let mut data_dir = serve_options(cli).data_dir;
-    if let (None, Some(d)) = (&cli.data_dir, config(cli)?.data_dir) {
-        data_dir = d;
-    }
-    let db = data_dir.join("audit.db");
+    let db = data_dir(cli, Some(&config(cli)?)).join("audit.db");
     anyhow::ensure!(
         db.exists(),
         "no audit log at {} yet (it is created by `toolgate serve`)",
         db.display()
     );
-    let log = AuditLog::open(&db).await?;
+    // A reader only: it must not keep an engine from taking the log.
+    let log = AuditLog::open_reader(&db).await?;
     let rows = log.recent_calls(limit).await?;
     let mut last = rows.last().map_or(0, |r| r.id);
     print_rows(&rows, json)?;

@@ -10,13 +10,15 @@ mod inspect;
 mod serve;
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
 use toolgate::config::Config;
 use toolgate::daemon::ServeOptions;
+use toolgate::discovery::{self, Located};
+use toolgate::paths::RuntimeEnv;
 
 /// See the note on `mimalloc` in Cargo.toml.
 #[global_allocator]
@@ -32,7 +34,8 @@ struct Cli {
     /// Data directory (default: ~/.local/share/toolgate).
     #[arg(long, global = true, env = "TOOLGATE_DATA_DIR")]
     data_dir: Option<PathBuf>,
-    /// Agent socket (default: $XDG_RUNTIME_DIR/toolgate/agent.sock).
+    /// Agent socket (default: the running engine's, from DATA_DIR/engine.json;
+    /// else $XDG_RUNTIME_DIR/toolgate/agent.sock).
     #[arg(long, global = true, env = "TOOLGATE_SOCKET")]
     socket: Option<PathBuf>,
     /// Extra root directory for the file tools and shell_exec (repeatable).
@@ -55,13 +58,28 @@ enum Command {
         /// Port of the localhost MCP-over-HTTP endpoint (0 = pick a free one).
         #[arg(long, default_value_t = 0)]
         http_port: u16,
-        /// Do not serve MCP over HTTP.
+        /// Do not serve MCP over HTTP (nor the console).
         #[arg(long)]
         no_http: bool,
+        /// Internal, used by `mcp-bridge --spawn`: run in a session of our
+        /// own, and exit with success if another engine owns the data dir.
+        #[arg(long, hide = true)]
+        detach: bool,
+        /// Serve the console UI from this directory instead of the
+        /// built-in bundle (UI development: `npm --prefix ui run build`).
+        #[arg(long, value_name = "DIR")]
+        ui_dir: Option<PathBuf>,
+    },
+    /// Open the running daemon's console in the default browser.
+    Console {
+        /// Only print the one-time login URL.
+        #[arg(long)]
+        print: bool,
     },
     /// Relay stdio to the daemon's socket, for stdio-only MCP clients.
     McpBridge {
-        /// Start a daemon if none is running.
+        /// Start a daemon (detached, logging to DATA_DIR/engine.log) if none
+        /// owns the data dir.
         #[arg(long)]
         spawn: bool,
     },
@@ -193,9 +211,16 @@ fn init_tracing() {
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
-        Command::Serve { http_port, no_http } => {
-            serve::serve(&cli, (!no_http).then_some(*http_port)).await
+        Command::Serve {
+            http_port,
+            no_http,
+            detach,
+            ui_dir,
+        } => {
+            let http = (!no_http).then_some(*http_port);
+            serve::serve(&cli, http, *detach, ui_dir.clone()).await
         }
+        Command::Console { print } => inspect::console(&cli, *print).await,
         Command::McpBridge { spawn } => serve::bridge(&cli, *spawn).await,
         Command::Tools { json } => calls::tools(&cli, *json).await,
         Command::Call { tool, args, json } => calls::call(&cli, tool, args, *json).await,
@@ -284,16 +309,57 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Daemon paths from the flags over the XDG defaults.
-fn serve_options(cli: &Cli) -> ServeOptions {
-    let mut opts = ServeOptions::defaults();
-    if let Some(s) = &cli.socket {
-        opts.socket = s.clone();
+/// The data dir: `--data-dir`, else the config's `data_dir`, else the XDG
+/// default (`~/.local/share/toolgate`).
+fn data_dir(cli: &Cli, config: Option<&Config>) -> PathBuf {
+    cli.data_dir
+        .clone()
+        .or_else(|| config.and_then(|c| c.data_dir.clone()))
+        .unwrap_or_else(toolgate::paths::default_data_dir)
+}
+
+/// The agent socket an engine of `data_dir` listens on unless told
+/// otherwise: in the runtime dir, or in the data dir without one.
+fn default_socket(data_dir: &Path) -> PathBuf {
+    RuntimeEnv::from_process()
+        .toolgate_dir(data_dir)
+        .join("agent.sock")
+}
+
+/// Daemon paths from the flags over the config and the XDG defaults.
+fn serve_options(cli: &Cli, config: &Config) -> ServeOptions {
+    let data_dir = data_dir(cli, Some(config));
+    ServeOptions {
+        socket: cli
+            .socket
+            .clone()
+            .unwrap_or_else(|| default_socket(&data_dir)),
+        data_dir,
+        ..ServeOptions::defaults()
     }
-    if let Some(d) = &cli.data_dir {
-        opts.data_dir = d.clone();
+}
+
+/// The data dir of a command that only talks to the engine: a config that
+/// does not load must not keep a person from reaching the engine (which
+/// runs on its last good config), so it is warned about and skipped.
+fn client_data_dir(cli: &Cli) -> PathBuf {
+    if cli.data_dir.is_some() {
+        return data_dir(cli, None);
     }
-    opts
+    match config(cli) {
+        Ok(c) => data_dir(cli, Some(&c)),
+        Err(e) => {
+            tracing::warn!("{e:#}; looking for the engine of the default data dir");
+            data_dir(cli, None)
+        }
+    }
+}
+
+/// Where the running engine is: `--socket`, else the data dir's discovery
+/// file, else the default socket (see `toolgate::discovery::locate`).
+async fn locate(cli: &Cli) -> Located {
+    let data_dir = client_data_dir(cli);
+    discovery::locate(cli.socket.as_deref(), &data_dir, &default_socket(&data_dir)).await
 }
 
 /// The config file with the command-line overrides applied.

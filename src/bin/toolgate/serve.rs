@@ -4,23 +4,52 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
 use toolgate::config::watch::Overrides;
-use toolgate::daemon::Daemon;
 
-use crate::{Cli, config, serve_options};
+use toolgate::daemon::{Daemon, DaemonError};
+use toolgate::discovery;
+use toolgate::spawn::SpawnPlan;
 
-pub(crate) async fn serve(cli: &Cli, http_port: Option<u16>) -> anyhow::Result<ExitCode> {
-    let config = config(cli)?;
-    let mut opts = serve_options(cli);
-    opts.http_port = http_port;
-    if let (None, Some(d)) = (&cli.data_dir, &config.data_dir) {
-        opts.data_dir = d.clone();
+use crate::{Cli, client_data_dir, config, default_socket, serve_options};
+
+pub(crate) async fn serve(
+    cli: &Cli,
+    http_port: Option<u16>,
+    detach: bool,
+    ui_dir: Option<PathBuf>,
+) -> anyhow::Result<ExitCode> {
+    if detach {
+        toolgate::spawn::detach().context("cannot start a session of our own")?;
     }
+    let config = config(cli)?;
+    let mut opts = serve_options(cli, &config);
+    opts.http_port = http_port;
     // Handlers are installed before the ready line, so a supervisor that
     // signals right after reading it gets a clean shutdown.
     let signals = Signals::install().context("cannot install signal handlers")?;
-    let mut daemon = Daemon::start(config.clone(), &opts).await?;
+    let mut daemon = match Daemon::start(config.clone(), &opts).await {
+        // Spawned by a bridge that raced another starter: the data dir has
+        // its engine, which is all the bridge wanted.
+        Err(DaemonError::Owned { data_dir, pid }) if detach => {
+            let owner = pid.map(|p| format!(" (pid {p})")).unwrap_or_default();
+            eprintln!(
+                "toolgate: {} already has its engine{owner}; this spawned one is not needed",
+                data_dir.display()
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+        started => started?,
+    };
+    if let Some(dir) = ui_dir {
+        anyhow::ensure!(
+            dir.join("index.html").is_file(),
+            "--ui-dir {}: no index.html there; build the UI first (npm --prefix ui run build)",
+            dir.display()
+        );
+        daemon.set_ui_dir(dir);
+    }
     if let Some(path) = cli
         .config
         .clone()
@@ -38,10 +67,11 @@ pub(crate) async fn serve(cli: &Cli, http_port: Option<u16>) -> anyhow::Result<E
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
         out,
-        "toolgate {} serving MCP on unix:{}\naudit log: {}",
+        "toolgate {} serving MCP on unix:{}\naudit log: {}\ndiscovery file: {}",
         env!("CARGO_PKG_VERSION"),
         daemon.socket_path().display(),
-        opts.data_dir.join("audit.db").display()
+        opts.data_dir.join("audit.db").display(),
+        daemon.discovery_file().display()
     );
     if let Some((url, _)) = daemon.http() {
         let _ = writeln!(
@@ -49,6 +79,10 @@ pub(crate) async fn serve(cli: &Cli, http_port: Option<u16>) -> anyhow::Result<E
             "MCP over HTTP: {url} (bearer token in {})",
             opts.http_file().display()
         );
+    }
+    if let Some(url) = daemon.console_login_url() {
+        // One-time, ten minutes: `toolgate console` mints a fresh one.
+        let _ = writeln!(out, "console: {url}");
     }
     let _ = out.flush();
     drop(out);
@@ -64,10 +98,38 @@ pub(crate) async fn serve(cli: &Cli, http_port: Option<u16>) -> anyhow::Result<E
 }
 
 pub(crate) async fn bridge(cli: &Cli, spawn: bool) -> anyhow::Result<ExitCode> {
-    let socket = serve_options(cli).socket;
-    let stream = toolgate::bridge::connect(&socket, spawn).await?;
+    let data_dir = client_data_dir(cli);
+    let default = default_socket(&data_dir);
+    let target = discovery::locate(cli.socket.as_deref(), &data_dir, &default).await;
+    let plan = if spawn {
+        Some(spawn_plan(
+            cli,
+            data_dir,
+            cli.socket.clone().unwrap_or(default),
+        )?)
+    } else {
+        None
+    };
+    let stream = toolgate::bridge::connect(&target, plan.as_ref()).await?;
     toolgate::bridge::relay(stream, tokio::io::stdin(), tokio::io::stdout()).await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `toolgate serve` for `data_dir` on `socket`, with this command's config
+/// and file roots.
+fn spawn_plan(cli: &Cli, data_dir: PathBuf, socket: PathBuf) -> anyhow::Result<SpawnPlan> {
+    let exe = std::env::current_exe().context("cannot find the toolgate executable")?;
+    let mut plan = SpawnPlan::new(exe, data_dir, socket);
+    if let Some(c) = &cli.config {
+        plan.extra_args.extend(["--config".into(), c.into()]);
+    }
+    for root in &cli.roots {
+        plan.extra_args.extend(["--root".into(), root.into()]);
+    }
+    if cli.strict {
+        plan.extra_args.push("--strict".into());
+    }
+    Ok(plan)
 }
 
 /// SIGINT and SIGTERM, registered up front.

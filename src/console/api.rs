@@ -1,0 +1,288 @@
+//! What the console transport asks of the engine: [`ConsoleApi`], one
+//! method per route of console-design.md's table.
+//!
+//! The control service (`src/control/`, built in parallel) is the intended
+//! implementation: each method is one call of `Control` plus
+//! `ApiError::from_parts(e.code(), e.to_string(), e.field())`. Until it is
+//! wired in, [`EngineConsole`](super::engine_api::EngineConsole) answers
+//! the routes the engine can answer today (approvals, remembered rules,
+//! breakers, pins, tools) and `unavailable` for the rest. Every method has
+//! a default answering `unavailable`, so an implementation grows route by
+//! route.
+//!
+//! Answers are any `Serialize` value: the transport only turns them into
+//! JSON, so the wire types stay with the service that defines them.
+
+use std::future::Future;
+
+use futures::stream::BoxStream;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::error::ApiError;
+
+/// A console answer or its error.
+pub type ApiResult<T> = Result<T, ApiError>;
+
+/// One item of the live stream (`GET /api/events`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FeedItem {
+    /// An event: its sequence number and its envelope as JSON
+    /// (`{"seq", "ts_ms", "event"}`).
+    Event {
+        /// Gap-free sequence number.
+        seq: u64,
+        /// The envelope, serialised once for every subscriber.
+        json: String,
+    },
+    /// The subscriber cannot be given every event after the one it asked
+    /// for: fetch a snapshot and resubscribe from its `seq`. Always last.
+    Reload {
+        /// The newest sequence number.
+        seq: u64,
+    },
+}
+
+/// The live stream of one subscriber.
+pub type EventFeed = BoxStream<'static, FeedItem>;
+
+/// Who made a decision from the console (recorded as `decided_by`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Actor {
+    /// A browser session; `session` is a digest label, never the id.
+    Session {
+        /// See [`super::auth::ConsoleAuth::session_label`].
+        session: String,
+    },
+    /// A client with the console bearer token.
+    Bearer,
+}
+
+impl std::fmt::Display for Actor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Session { session } => write!(f, "console session {session}"),
+            Self::Bearer => f.write_str("console (bearer token)"),
+        }
+    }
+}
+
+/// "Always" part of a decision: remember it for calls in `scope`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Always {
+    /// `tool`, `caller` or `args:/path=GLOB` (docs/policy.md).
+    pub scope: String,
+    /// How long the rule lasts; `None` = until revoked.
+    #[serde(default)]
+    pub ttl_s: Option<u64>,
+}
+
+/// Body of `POST /api/approvals/{id}/approve|deny`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionBody {
+    /// Told to the agent (deny only).
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Also remember the decision.
+    #[serde(default)]
+    pub always: Option<Always>,
+}
+
+/// Body of `POST /api/approvals/{id}/scope`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScopeBody {
+    /// The scope to preview.
+    pub scope: String,
+}
+
+/// Body of `POST /api/policy/test`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyTestBody {
+    /// The tool.
+    pub tool: String,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Value,
+    /// The caller to assume (`client` name glob input).
+    #[serde(default)]
+    pub caller: Option<String>,
+}
+
+/// `format=` of `GET /api/audit/export`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExportFormat {
+    /// One JSON object per line.
+    Jsonl,
+    /// Comma-separated, with a header row.
+    Csv,
+}
+
+/// A file to download.
+#[derive(Debug, Clone)]
+pub struct Export {
+    /// `application/x-ndjson`, `text/csv`.
+    pub content_type: &'static str,
+    /// Suggested file name.
+    pub filename: String,
+    /// The content.
+    pub body: Vec<u8>,
+}
+
+fn unwired<T>(what: &str) -> impl Future<Output = ApiResult<T>> + Send + use<T> {
+    let e = ApiError::unwired(what);
+    async move { Err(e) }
+}
+
+/// Everything the console's routes ask for; see the module doc.
+#[allow(unused_variables)]
+pub trait ConsoleApi: Clone + Send + Sync + 'static {
+    /// Audit filters, read from the query string of `/api/audit` and
+    /// `/api/audit/export` (`tool`, `caller`, `outcome`, `since_ms`,
+    /// `until_ms`, `before`, `limit`).
+    type AuditQuery: DeserializeOwned + Send + 'static;
+
+    /// `GET /api/snapshot`.
+    fn snapshot(&self) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
+        unwired::<()>("the snapshot")
+    }
+
+    /// `GET /api/events`: the stream after `after` (from the start when
+    /// `None`).
+    fn events(&self, after: Option<u64>) -> ApiResult<EventFeed> {
+        Err(ApiError::unwired("the event stream"))
+    }
+
+    /// `GET /api/calls/{call_id}`.
+    fn call(&self, call_id: i64) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
+        unwired::<()>("call details")
+    }
+
+    /// `GET /api/audit`.
+    fn audit(
+        &self,
+        query: Self::AuditQuery,
+    ) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
+        unwired::<()>("the audit query")
+    }
+
+    /// `GET /api/audit/export`.
+    fn audit_export(
+        &self,
+        query: Self::AuditQuery,
+        format: ExportFormat,
+    ) -> impl Future<Output = ApiResult<Export>> + Send {
+        unwired::<Export>("the audit export")
+    }
+
+    /// `GET /api/approvals/{id}`.
+    fn approval(&self, id: i64) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
+        unwired::<()>("approval details")
+    }
+
+    /// `POST /api/approvals/{id}/approve`.
+    fn approve(
+        &self,
+        id: i64,
+        body: DecisionBody,
+        by: Actor,
+    ) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
+        unwired::<()>("approving")
+    }
+
+    /// `POST /api/approvals/{id}/deny`.
+    fn deny(
+        &self,
+        id: i64,
+        body: DecisionBody,
+        by: Actor,
+    ) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
+        unwired::<()>("denying")
+    }
+
+    /// `POST /api/approvals/{id}/scope` (changes nothing).
+    fn preview_scope(
+        &self,
+        id: i64,
+        scope: String,
+    ) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
+        unwired::<()>("the scope preview")
+    }
+
+    /// `GET /api/rules`.
+    fn rules(&self) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
+        unwired::<()>("remembered rules")
+    }
+
+    /// `DELETE /api/rules/{id}`.
+    fn revoke_rule(
+        &self,
+        id: i64,
+    ) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
+        unwired::<()>("revoking rules")
+    }
+
+    /// `POST /api/breakers/{tool}/reset`.
+    fn reset_breaker(
+        &self,
+        tool: String,
+    ) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
+        unwired::<()>("breaker reset")
+    }
+
+    /// `POST /api/servers/{name}/restart`.
+    fn restart_server(
+        &self,
+        name: String,
+    ) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
+        unwired::<()>("server restart")
+    }
+
+    /// `GET /api/servers/{name}/stderr`.
+    fn server_stderr(
+        &self,
+        name: String,
+        after: u64,
+    ) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
+        unwired::<()>("server stderr")
+    }
+
+    /// `GET /api/pins/{tool}`.
+    fn pin_diff(
+        &self,
+        tool: String,
+    ) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
+        unwired::<()>("pin details")
+    }
+
+    /// `POST /api/pins/{tool}/approve`.
+    fn approve_pin(
+        &self,
+        tool: String,
+    ) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
+        unwired::<()>("pin approval")
+    }
+
+    /// `GET /api/tools/{name}`.
+    fn tool(&self, name: String) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
+        unwired::<()>("tool details")
+    }
+
+    /// `POST /api/policy/test` (changes nothing).
+    fn policy_test(
+        &self,
+        body: PolicyTestBody,
+    ) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
+        unwired::<()>("the policy test")
+    }
+
+    /// `GET /api/connect`.
+    fn connect(&self) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
+        unwired::<()>("connection snippets")
+    }
+}

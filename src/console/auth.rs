@@ -1,0 +1,188 @@
+//! The console role's secrets, separate from the agents' MCP token
+//! (console-design.md, Auth):
+//!
+//! - **One-time login tokens** (256-bit, single use, valid
+//!   [`LOGIN_TTL`]): `toolgate serve` prints one in the console URL and
+//!   `toolgate console` asks the control socket for a fresh one. A browser
+//!   trades it at `GET /login?t=` for a session cookie.
+//! - **Sessions**: a random 256-bit id in an `HttpOnly; SameSite=Strict`
+//!   cookie, valid while the engine runs. At most [`MAX_SESSIONS`] are
+//!   kept; the oldest is forgotten first.
+//! - **A bearer token** for non-browser clients (the desktop shell,
+//!   scripts), written `0600` to `console.token` in the data dir.
+//!
+//! Tokens and session ids are kept only as SHA-256 digests and looked up
+//! by digest, so a lookup's timing depends on a hash of the guess, never
+//! on how many leading bytes of a real secret it shares; the bearer token
+//! is compared in constant time. None of them is ever logged.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use tokio::time::Instant;
+
+use crate::mcp::http::new_token;
+
+/// How long a login link works.
+pub const LOGIN_TTL: Duration = Duration::from_secs(600);
+
+/// Browser sessions kept at once (each login makes one).
+pub const MAX_SESSIONS: usize = 64;
+
+/// The session cookie's name.
+pub const COOKIE: &str = "tg_console";
+
+type Digest32 = [u8; 32];
+
+fn digest(secret: &str) -> Digest32 {
+    Sha256::digest(secret.as_bytes()).into()
+}
+
+#[derive(Debug, Default)]
+struct State {
+    logins: HashMap<Digest32, Instant>,
+    sessions: VecDeque<Digest32>,
+}
+
+/// Mints and checks the console's secrets. Cloning shares them.
+#[derive(Clone)]
+pub struct ConsoleAuth {
+    origin: Arc<str>,
+    bearer: Arc<str>,
+    state: Arc<Mutex<State>>,
+}
+
+impl std::fmt::Debug for ConsoleAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConsoleAuth")
+            .field("origin", &self.origin)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ConsoleAuth {
+    /// Secrets for the console served at `origin` (`http://127.0.0.1:PORT`),
+    /// with a fresh bearer token.
+    pub fn new(origin: impl Into<String>) -> Self {
+        Self {
+            origin: origin.into().into(),
+            bearer: new_token().into(),
+            state: Arc::default(),
+        }
+    }
+
+    /// The origin the console is served at.
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    /// The bearer token for non-browser clients.
+    pub fn bearer(&self) -> &str {
+        &self.bearer
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A fresh one-time login token, valid [`LOGIN_TTL`] from `now`.
+    pub fn mint_at(&self, now: Instant) -> String {
+        let token = new_token();
+        let mut st = self.state();
+        st.logins.retain(|_, expires| *expires > now);
+        st.logins.insert(digest(&token), now + LOGIN_TTL);
+        token
+    }
+
+    /// A fresh one-time login URL (`<origin>/login?t=<token>`).
+    pub fn login_url(&self) -> String {
+        format!("{}/login?t={}", self.origin, self.mint_at(Instant::now()))
+    }
+
+    /// Trades a login token for a new session id. The token is spent
+    /// whether or not it was still valid; `None` if it was unknown, used or
+    /// expired at `now`.
+    pub fn redeem_at(&self, token: &str, now: Instant) -> Option<String> {
+        let mut st = self.state();
+        let expires = st.logins.remove(&digest(token))?;
+        if expires <= now {
+            return None;
+        }
+        let session = new_token();
+        if st.sessions.len() >= MAX_SESSIONS {
+            st.sessions.pop_front();
+        }
+        st.sessions.push_back(digest(&session));
+        Some(session)
+    }
+
+    /// [`Self::redeem_at`] now.
+    pub fn redeem(&self, token: &str) -> Option<String> {
+        self.redeem_at(token, Instant::now())
+    }
+
+    /// Whether `session` is a live session id.
+    pub fn has_session(&self, session: &str) -> bool {
+        let d = digest(session);
+        self.state().sessions.contains(&d)
+    }
+
+    /// Whether `token` is the console bearer token (constant time).
+    pub fn is_bearer(&self, token: &str) -> bool {
+        crate::mcp::http::constant_time_eq(token.as_bytes(), self.bearer.as_bytes())
+    }
+
+    /// A short label of a session for "who decided" records: a digest
+    /// prefix, never the id itself.
+    pub fn session_label(session: &str) -> String {
+        hex::encode(&digest(session)[..4])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_login_token_works_once_and_within_ten_minutes() {
+        let auth = ConsoleAuth::new("http://127.0.0.1:1");
+        let t0 = Instant::now();
+        let token = auth.mint_at(t0);
+        assert_eq!(token.len(), 64, "256 bits, hex");
+        let session = auth.redeem_at(&token, t0 + Duration::from_secs(1)).unwrap();
+        assert!(auth.has_session(&session));
+        assert_eq!(auth.redeem_at(&token, t0 + Duration::from_secs(2)), None);
+
+        let late = auth.mint_at(t0);
+        assert_eq!(auth.redeem_at(&late, t0 + LOGIN_TTL), None);
+        assert_eq!(auth.redeem_at("not-a-token", t0), None);
+        assert!(!auth.has_session("not-a-session"));
+        assert!(!auth.has_session(&token), "a login token is not a session");
+    }
+
+    #[test]
+    fn old_sessions_are_forgotten_past_the_cap() {
+        let auth = ConsoleAuth::new("http://127.0.0.1:1");
+        let t0 = Instant::now();
+        let first = auth.redeem_at(&auth.mint_at(t0), t0).unwrap();
+        for _ in 0..MAX_SESSIONS {
+            auth.redeem_at(&auth.mint_at(t0), t0).unwrap();
+        }
+        assert!(!auth.has_session(&first));
+    }
+
+    #[test]
+    fn the_bearer_token_is_separate_and_checked_exactly() {
+        let auth = ConsoleAuth::new("http://127.0.0.1:1");
+        assert!(auth.is_bearer(auth.bearer()));
+        assert!(!auth.is_bearer(""));
+        assert!(!auth.is_bearer(&auth.bearer()[1..]));
+        assert_ne!(
+            ConsoleAuth::new("x").bearer(),
+            auth.bearer(),
+            "fresh per launch"
+        );
+    }
+}

@@ -1,0 +1,57 @@
+//! The console transport: the person's side of the engine over the
+//! localhost HTTP server that also serves `/mcp` (issue 14, item 2;
+//! console-design.md is the contract).
+//!
+//! - [`auth`]: one-time login links, session cookies and the console
+//!   bearer token; the console role never accepts the agents' token.
+//! - [`guard`]: Host/Origin checks, authentication and security headers.
+//! - [`routes`]: the JSON API (`/api/...`), the SSE event stream and the
+//!   login exchange; [`assets`]: the web UI.
+//! - [`api`]: [`ConsoleApi`], what the routes ask of the engine;
+//!   [`engine_api`]: the interim implementation over the engine's parts
+//!   until the control service is wired in.
+//!
+//! [`router`] builds the console's routes; the daemon merges them with the
+//! `/mcp` endpoint's on one listener, each with its own guard.
+
+pub mod api;
+pub mod assets;
+pub mod auth;
+pub mod engine_api;
+pub mod error;
+mod guard;
+mod routes;
+
+use std::sync::Arc;
+
+use axum::Router;
+
+pub use api::{ConsoleApi, FeedItem};
+pub use assets::UiSource;
+pub use auth::ConsoleAuth;
+pub use error::{ApiError, Code};
+pub use guard::CSP;
+
+use crate::policy_edit::PolicyEditor;
+
+/// Everything the console's routes need.
+#[derive(Debug, Clone)]
+pub struct Console<A> {
+    /// The engine's side.
+    pub api: A,
+    /// The console's secrets.
+    pub auth: ConsoleAuth,
+    /// The policy editor.
+    pub editor: PolicyEditor,
+    /// Where the UI comes from.
+    pub ui: UiSource,
+    /// The port we listen on (Host/Origin checks).
+    pub port: u16,
+    /// The agents' MCP token, recognised only to refuse it with a message.
+    pub agent_token: Arc<str>,
+}
+
+/// The console's routes: `/login`, `/api/...` and the UI at `/`.
+pub fn router<A: ConsoleApi>(console: Console<A>) -> Router {
+    routes::router(console)
+}
