@@ -23,6 +23,7 @@
 //! - Approvals sit outside the breaker (see `pipeline::build`): denials and
 //!   timeouts never count as a tool failure.
 
+mod decider;
 mod defaults;
 mod handle;
 mod matcher;
@@ -37,6 +38,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
+pub use decider::Decider;
 pub use defaults::{READ_TOOLS, RISK_TABLE, SHELL_TOOLS, WRITE_TOOLS, default_rules, risk_table};
 pub use handle::{PolicyHandle, VersionedPolicy};
 pub use matcher::{ArgCondition, Pattern, PatternError, PatternKind, normalize, pointer_of};

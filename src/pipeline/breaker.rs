@@ -12,13 +12,21 @@
 //!   that many probes have succeeded the breaker closes and forgets its
 //!   failures; any failed probe re-opens it with a fresh cooldown.
 //!
-//! What counts ([`Verdict::of`]): errors whose [`CallError::counts_as_failure`]
-//! is true, and `Ok` results the tool itself marked `is_error`. Refusals made
-//! by toolgate or a person (denials, validation errors, loop-guard blocks, an
-//! open breaker) say nothing about the tool's health, so they never count
-//! and never change state; counting them would let a person who keeps
-//! denying a call trip the breaker (the seed special-cases approval denials
-//! for the same reason, seed §3.4).
+//! What counts ([`Verdict::of`]): only what says the tool is unhealthy,
+//! errors whose [`CallError::counts_as_failure`] is true (timeouts,
+//! connection failures, server errors, failures of [`Fault::Tool`]).
+//! Refusals made by toolgate or a person (denials, validation errors, guard
+//! and loop-guard blocks, an open breaker) and errors of the caller's
+//! making (a missing file: [`Fault::Caller`]) never count and never change
+//! state; counting them would let a person who keeps denying a call, or any
+//! one agent asking for missing files, switch the tool off for every agent
+//! (the seed special-cases approval denials for the same reason, seed
+//! §3.4). `Ok` results the tool marked `is_error` are its answer to that
+//! one call and count only where [`BreakerConfig::count_is_error`] says so
+//! (an upstream server configured with `breaker_counts_is_error = true`).
+//!
+//! [`Fault::Tool`]: crate::error::Fault::Tool
+//! [`Fault::Caller`]: crate::error::Fault::Caller
 //!
 //! Beyond the seed, which hard-codes 5 failures / 60 s for every tool, all
 //! thresholds come from `call.settings.breaker`, per tool.
@@ -62,10 +70,14 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    /// Classifies a result by asking the error, never its message.
-    pub fn of(result: &CallResult) -> Self {
+    /// Classifies a result by asking the error, never its message; an
+    /// `is_error` result counts only where `cfg` says such results do.
+    pub fn of(result: &CallResult, cfg: &BreakerConfig) -> Self {
         match result {
-            Ok(r) if r.is_error => Self::Failure,
+            Ok(r) if r.is_error && cfg.count_is_error => Self::Failure,
+            // The tool answered, but with a failure of this one call: no
+            // sign of sickness, and no proof of health for a probe either.
+            Ok(r) if r.is_error => Self::Neutral,
             Ok(_) => Self::Success,
             Err(e) if e.counts_as_failure() => Self::Failure,
             Err(_) => Self::Neutral,
@@ -578,7 +590,7 @@ impl Breaker {
     }
 
     fn complete(&self, tool: &ToolName, permit: Permit, result: &CallResult, cfg: &BreakerConfig) {
-        let verdict = Verdict::of(result);
+        let verdict = Verdict::of(result, cfg);
         // Made outside the lock: only failures have one.
         let failure = match verdict {
             Verdict::Failure => LastFailure::of(result),

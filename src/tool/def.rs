@@ -240,6 +240,9 @@ pub enum GuardKind {
     Path,
     /// A URL that must pass the SSRF guard.
     Url,
+    /// A shell command line: it must not steer toolgate itself
+    /// (`toolgate approve …`) nor name toolgate's own files.
+    Command,
 }
 
 /// A top-level argument the guard stage checks before policy runs, so an
@@ -250,6 +253,12 @@ pub struct ParamGuard {
     pub arg: String,
     /// What to check.
     pub kind: GuardKind,
+    /// What the tool uses when the argument is absent, checked as if the
+    /// caller had given it. Without it an absent optional argument is only
+    /// checked when the tool runs, after a person may have approved a call
+    /// that cannot run (issue 13, item 6: `shell_exec` with no roots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
 }
 
 /// Everything the pipeline and the UI need to know about a tool.
@@ -317,6 +326,19 @@ impl ToolDef {
         self.guards.push(ParamGuard {
             arg: arg.to_owned(),
             kind,
+            default: None,
+        });
+        self
+    }
+
+    /// Declares a guarded optional argument and the value the tool uses
+    /// when it is absent (`""` for a path: the first root), so the guard
+    /// checks that value before policy runs.
+    pub fn with_guard_default(mut self, arg: &str, kind: GuardKind, default: &str) -> Self {
+        self.guards.push(ParamGuard {
+            arg: arg.to_owned(),
+            kind,
+            default: Some(default.to_owned()),
         });
         self
     }

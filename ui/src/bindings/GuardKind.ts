@@ -3,4 +3,4 @@
 /**
  * What kind of value a guarded parameter holds.
  */
-export type GuardKind = "path" | "url";
+export type GuardKind = "path" | "url" | "command";

@@ -18,6 +18,12 @@ state: ServerState,
  */
 last_error: string | null, 
 /**
+ * Why the config file's version of this server is not the one in
+ * force (a `keyring:` secret that could not be read on reload): it
+ * runs on its last good config until the problem is fixed.
+ */
+config_problem: string | null, 
+/**
  * Tools it contributes to the registry (quarantined ones excluded).
  */
 tools: number, 
