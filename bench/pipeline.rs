@@ -13,6 +13,18 @@
 //! wrapping stages run), and through twelve that pass it on from `enter`
 //! (run in one frame, as the pre-call checks run); the differences are what
 //! the pipeline's machinery costs per stage, apart from any stage's work.
+//!
+//! The console's variants: `governed_console` / `governed_audited_console`
+//! are `governed` / `governed_audited` with the control service attached
+//! instead of a full event subscriber, as `toolgate serve` runs with the
+//! console: its sequencer follows calls arriving and finishing (no
+//! per-stage events are built) and every call's output is kept raw and as
+//! seen. `governed_outputs` is `governed` plus only the output store: the
+//! difference is what keeping outputs costs a call. On this bench's
+//! single-threaded runtime the sequencer task does not run between
+//! iterations, so these measure the calling thread's share (emitting and
+//! copying), which is what a call waits for; numbering runs on another
+//! worker in the daemon.
 
 // criterion_group! and criterion_main! generate undocumented items.
 #![allow(missing_docs)]
@@ -27,6 +39,7 @@ use toolgate::Engine;
 use toolgate::audit::AuditLog;
 use toolgate::config::Config;
 use toolgate::context::{CallContext, Caller, Session};
+use toolgate::control::{Control, EngineInfo, EngineMode, OutputLimits, RecentOutputs};
 use toolgate::events::{EventBus, StageName};
 use toolgate::pipeline::{Call, CallResult, Enter, Next, Pipeline, Stage};
 use toolgate::tool::{JsonObject, Tool, ToolDef, ToolName, ToolResult};
@@ -90,7 +103,11 @@ fn bench(c: &mut Criterion) {
         .block_on(AuditLog::open(&dir.path().join("audit.db")))
         .expect("audit log");
     let audited = Engine::builder(Config::default()).audit(audit).build();
-    audited.registry().register(def, tool).expect("register");
+    audited
+        .registry()
+        .register(def.clone(), tool.clone())
+        .expect("register");
+    let def_tool = (def, tool);
     let _audited_watcher = audited.subscribe();
     for (name, engine) in [("governed", &engine), ("governed_audited", &audited)] {
         g.bench_function(name, |b| {
@@ -102,8 +119,56 @@ fn bench(c: &mut Criterion) {
             })
         });
     }
+    console(&mut g, &rt, &session, &def_tool);
     onion(&mut g, &rt, &engine, &ctx);
     g.finish();
+}
+
+/// The `governed*` sides with the console's control service (see the
+/// module docs).
+fn console(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    rt: &tokio::runtime::Runtime,
+    session: &Session,
+    (def, tool): &(ToolDef, Arc<dyn Tool>),
+) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let audit = rt
+        .block_on(AuditLog::open(&dir.path().join("audit.db")))
+        .expect("audit log");
+    let plain = Engine::builder(Config::default()).build();
+    let audited = Engine::builder(Config::default()).audit(audit).build();
+    let outputs = Engine::builder(Config::default()).build();
+    for e in [&plain, &audited, &outputs] {
+        e.registry()
+            .register(def.clone(), tool.clone())
+            .expect("register");
+    }
+    let _watcher = outputs.subscribe();
+    outputs.record_outputs(Arc::new(RecentOutputs::new(OutputLimits::default())));
+    let info = EngineInfo::now(EngineMode::Serve, dir.path(), dir.path().join("s"), None);
+    let _controls: Vec<Control> = [&plain, &audited]
+        .into_iter()
+        .map(|e| {
+            rt.block_on(Control::builder(e.clone(), info.clone()).start())
+                .expect("control")
+        })
+        .collect();
+    let n = AtomicU64::new(1 << 40);
+    for (name, engine) in [
+        ("governed_console", &plain),
+        ("governed_audited_console", &audited),
+        ("governed_outputs", &outputs),
+    ] {
+        g.bench_function(name, |b| {
+            b.to_async(rt).iter(|| async {
+                let i = n.fetch_add(1, Ordering::Relaxed);
+                engine
+                    .call(session, "echo", json!({"text": "hi", "n": i}))
+                    .await
+            })
+        });
+    }
 }
 
 /// A stage that only passes the call on, in a boxed future of its own

@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 /// Why a call was cancelled. Written to the audit log and sent to agents,
 /// so variants are only ever added.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum CancelReason {

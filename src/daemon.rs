@@ -38,16 +38,16 @@ use crate::cancel::CancelReason;
 use crate::approval::{ApprovalOptions, Approvals};
 use crate::audit::{AuditError, AuditLog};
 use crate::config::Config;
-use crate::config::servers::ServerSpec;
 use crate::config::watch::{ConfigWatcher, Overrides, ReloadStatus};
 use crate::console::engine_api::EngineConsole;
 use crate::console::{self, Console, ConsoleAuth, UiSource};
 use crate::discovery::{EngineInfo, HttpInfo, Published};
 use crate::events::EventBus;
+use crate::guard::protect::OwnFiles;
 use crate::mcp::http::{HttpEndpoint, new_token};
 use crate::mcp::{McpServer, Role, ServerOptions};
 use crate::policy_edit::{PolicyEditor, SharedOverrides};
-use crate::secrets::{KeyringStore, referenced_names, resolve_spec};
+use crate::secrets::open_keychain;
 use crate::setup::{self, Env, SetupError};
 use crate::socket::{AgentSocket, SocketError};
 use crate::upstream::{PinStore, UpstreamOptions, Upstreams};
@@ -278,14 +278,18 @@ impl Daemon {
         let servers = config.servers.clone();
         let config_path = config.path.clone();
         let a2 = audit.clone();
-        let env = Env::from_process();
+        let env = Env {
+            own_files: OwnFiles::for_daemon(config.path.as_deref(), &opts.data_dir, &opts.socket)
+                .token_file(opts.console_token_file()),
+            ..Env::from_process()
+        };
         let engine = setup::engine_with(config, &env, |b| {
             b.events(events).audit(a2).approvals(approvals)
         })?;
         let events = follow_events(&engine, &audit);
         let pins = PinStore::open(audit.pool().clone()).await?;
         let upstreams = Upstreams::new(engine.clone(), pins, UpstreamOptions::default());
-        upstreams.apply(resolve_secrets(servers).await).await;
+        upstreams.apply_configured(servers, open_keychain).await;
         let socket = AgentSocket::bind(&opts.socket)?;
         let control = AgentSocket::bind(&opts.control_socket())?;
         let http = match opts.http_port {
@@ -408,7 +412,7 @@ impl Daemon {
                     Err(e) => tracing::error!("allow/deny lists not reloaded: {e}"),
                 }
                 upstreams
-                    .apply(resolve_secrets(config.servers.clone()).await)
+                    .apply_configured(config.servers.clone(), open_keychain)
                     .await;
                 tracing::info!("config reloaded");
             }
@@ -570,36 +574,6 @@ async fn wind_down(server: &McpServer, mut serving: Pin<&mut impl Future<Output 
     }
     server.cut_writes();
     serving.await;
-}
-
-/// Resolves `keyring:NAME` references of every server. The keychain is
-/// asked on a blocking thread (D-Bus); a server whose secrets cannot be read
-/// is left out with an error naming it and the secret, never the value.
-async fn resolve_secrets(servers: Vec<ServerSpec>) -> Vec<ServerSpec> {
-    if servers.iter().all(|s| referenced_names(s).is_empty()) {
-        return servers;
-    }
-    let resolved = tokio::task::spawn_blocking(move || {
-        let store = match KeyringStore::new() {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::error!("cannot open the keychain ({e}); servers that use keyring: secrets are not started");
-                return servers.into_iter().filter(|s| referenced_names(s).is_empty()).collect();
-            }
-        };
-        servers
-            .into_iter()
-            .filter_map(|s| match resolve_spec(&s, &store) {
-                Ok(r) => Some(r),
-                Err(e) => {
-                    tracing::error!("server `{}` not started: {e}", s.name);
-                    None
-                }
-            })
-            .collect()
-    })
-    .await;
-    resolved.unwrap_or_default()
 }
 
 /// Writes `secret` to `path`, readable by the owner only.

@@ -11,8 +11,8 @@
 //! cancel or leave use [`Engine::call_cancellable`], which turns a fired
 //! [`Cancel`] into a `cancelled` outcome instead of a dropped future.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -51,6 +51,16 @@ pub struct CallReply {
     pub trace: Vec<(StageName, Duration)>,
 }
 
+/// Keeps what recent calls returned, raw and as the agent got it: the
+/// console's call detail (`control::outputs::RecentOutputs`). Set once on
+/// an engine ([`Engine::record_outputs`]); without one, no output is
+/// copied.
+pub trait OutputRecorder: Send + Sync + 'static {
+    /// A call finished: `raw` is the tool's own output (its last attempt,
+    /// `None` if it did not run or failed), `seen` what the agent got.
+    fn record(&self, call_id: u64, raw: Option<ToolResult>, seen: &Result<ToolResult, CallError>);
+}
+
 struct Inner {
     registry: Registry,
     events: EventBus,
@@ -63,6 +73,7 @@ struct Inner {
     policy: PolicyHandle,
     approvals: Option<Approvals>,
     next_id: AtomicU64,
+    outputs: OnceLock<Arc<dyn OutputRecorder>>,
 }
 
 /// The governed tool engine. Cloning shares it.
@@ -153,6 +164,7 @@ impl EngineBuilder {
                 policy,
                 approvals: self.approvals,
                 next_id: AtomicU64::new(1),
+                outputs: OnceLock::new(),
             }),
         }
     }
@@ -247,6 +259,13 @@ impl Engine {
         self.inner.audit.as_ref()
     }
 
+    /// Hands every finished call's output to `recorder` from now on (the
+    /// console's store of recent outputs). Only one recorder per engine:
+    /// false if one was set already.
+    pub fn record_outputs(&self, recorder: Arc<dyn OutputRecorder>) -> bool {
+        self.inner.outputs.set(recorder).is_ok()
+    }
+
     /// Runs one call through the governed pipeline. With an audit log, the
     /// call's row is committed before this returns; if it cannot be, the
     /// agent gets an error instead of an unrecorded result (fail closed).
@@ -286,8 +305,9 @@ impl Engine {
         let call_id = inner.next_id.fetch_add(1, Ordering::Relaxed);
         let ts_ms = crate::audit::now_ms();
         let started = Instant::now();
-        // Asked once: asking takes the event stream's lock.
-        let watched = inner.events.is_watched();
+        // Asked once: asking takes the event stream's lock. The console
+        // follows calls without their per-stage trace (see `EventBus`).
+        let watched = inner.events.follows_calls();
         // The name as events carry it, made only when someone watches.
         let tool_name: Option<Arc<str>> = watched.then(|| Arc::from(tool));
         if let Some(tool_name) = &tool_name {
@@ -298,14 +318,15 @@ impl Engine {
                 session: session.id.to_string(),
             });
         }
-        let (mut reply, args, schema) = match inner.registry.resolve(tool) {
-            Err(e) => (reply(call_id, Err(e), started), args, None),
+        let recorder = inner.outputs.get();
+        let (mut reply, args, schema, raw) = match inner.registry.resolve(tool) {
+            Err(e) => (reply(call_id, Err(e), started), args, None, None),
             Ok(resolved) => {
                 let schema = resolved.schema.schema().clone();
-                let (reply, args) = self
+                let (reply, args, raw) = self
                     .run(session, call_id, resolved, args, started, cancel)
                     .await;
-                (reply, args, Some(schema))
+                (reply, args, Some(schema), raw)
             }
         };
         if let Some(audit) = &inner.audit {
@@ -316,6 +337,9 @@ impl Engine {
                     "{e}; the reply was withheld because it could not be recorded (the tool may have run)"
                 )));
             }
+        }
+        if let Some(recorder) = recorder {
+            recorder.record(call_id, raw, &reply.result);
         }
         if let Some(tool_name) = tool_name {
             inner.events.emit(Event::CallFinished {
@@ -336,7 +360,7 @@ impl Engine {
         args: Value,
         started: Instant,
         cancel: Option<&Cancel>,
-    ) -> (CallReply, Value) {
+    ) -> (CallReply, Value, Option<ToolResult>) {
         let ctx = CallContext {
             call_id,
             caller: session.caller.clone(),
@@ -353,6 +377,10 @@ impl Engine {
             settings = Arc::new(s);
         }
         let mut call = Call::new(call_id, tool, args, ctx, settings);
+        // The raw output is copied only for a recorder (the console).
+        if self.inner.outputs.get().is_some() {
+            call.keep_raw();
+        }
         let result = match cancel {
             None => self.inner.pipeline.run(&mut call).await,
             Some(cancel) => self.run_cancellable(&mut call, cancel).await,
@@ -365,7 +393,7 @@ impl Engine {
         );
         reply.notes = parts.notes;
         reply.trace = parts.trace;
-        (reply, parts.args)
+        (reply, parts.args, parts.raw)
     }
 }
 

@@ -15,7 +15,7 @@ use crate::cancel::CancelReason;
 
 /// The class of a failed call, stable across versions: it is written to the
 /// audit log and shown to agents, so variants are only ever added.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ErrorKind {
@@ -108,6 +108,49 @@ impl std::fmt::Display for ArgProblem {
         } else {
             let name = self.pointer.trim_start_matches('/').replace('/', ".");
             write!(f, "argument `{name}`: {}", self.message)
+        }
+    }
+}
+
+/// Whose side a failure a tool reports is on, set where the error is made.
+///
+/// The circuit breaker exists to stop calling a tool that is unhealthy; a
+/// tool that answers "that file does not exist" is healthy, and counting
+/// such answers lets any one agent switch a tool off for every agent by
+/// asking for missing files (issue 13, item 5). The class is decided by the
+/// code that knows what went wrong (an `io::ErrorKind`, a JSON-RPC code),
+/// never by reading the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fault {
+    /// The call asked for something that cannot be done (a missing file, a
+    /// directory where a file was expected, input the tool rejects). Says
+    /// nothing about the tool's health; the breaker never counts it.
+    Caller,
+    /// The tool itself failed (could not start, its I/O broke): a sign the
+    /// tool is unhealthy, which the breaker counts.
+    Tool,
+}
+
+impl Fault {
+    /// The side an I/O error of a file-system tool is on: errors about the
+    /// path the caller named (missing, wrong type, not permitted, exists
+    /// already) are the caller's; the rest (a full disk, a broken device,
+    /// an unexpected error) are the tool's.
+    pub fn of_io(kind: std::io::ErrorKind) -> Self {
+        use std::io::ErrorKind as K;
+        match kind {
+            K::NotFound
+            | K::PermissionDenied
+            | K::AlreadyExists
+            | K::IsADirectory
+            | K::NotADirectory
+            | K::DirectoryNotEmpty
+            | K::InvalidInput
+            | K::InvalidFilename
+            | K::FileTooLarge
+            | K::ReadOnlyFilesystem => Self::Caller,
+            _ => Self::Tool,
         }
     }
 }
@@ -244,6 +287,8 @@ pub enum CallError {
     ToolFailed {
         /// The tool's own description of the failure.
         message: String,
+        /// Whose side it is on; only [`Fault::Tool`] counts for the breaker.
+        fault: Fault,
     },
     /// See [`ErrorKind::Internal`].
     #[error("internal error: {message}")]
@@ -344,20 +389,40 @@ impl CallError {
         )
     }
 
-    /// Whether the circuit breaker counts this as the tool failing. Refusals
-    /// made by toolgate or a person (denials, validation, loop guard, an
-    /// already-open breaker) say nothing about the tool's health; counting
-    /// them would let a person who keeps denying trip the breaker.
+    /// Whether the circuit breaker counts this as the tool failing: only
+    /// what says the tool is unhealthy (timeouts, connection failures,
+    /// upstream server errors, internal errors, a failure the tool reports
+    /// as its own). Refusals made by toolgate or a person (denials,
+    /// validation, guards, loop guard, an already-open breaker) and errors
+    /// of the caller's making ([`Fault::Caller`]: a missing file) say
+    /// nothing about the tool's health; counting them would let a person
+    /// who keeps denying, or an agent asking for missing files, switch the
+    /// tool off for everyone.
     pub fn counts_as_failure(&self) -> bool {
-        matches!(
-            self.kind(),
-            ErrorKind::Timeout
-                | ErrorKind::RateLimit
-                | ErrorKind::Connection
-                | ErrorKind::Upstream5xx
-                | ErrorKind::ToolFailed
-                | ErrorKind::Internal
-        )
+        match self {
+            Self::ToolFailed { fault, .. } => *fault == Fault::Tool,
+            // Any HTTP status of an upstream *endpoint* (4xx included: a
+            // wrong URL, rejected credentials) is about the server or
+            // toolgate's configuration of it; the agent's arguments travel
+            // inside the JSON-RPC body and cannot cause one.
+            Self::Upstream { .. } => true,
+            _ => matches!(
+                self.kind(),
+                ErrorKind::Timeout
+                    | ErrorKind::RateLimit
+                    | ErrorKind::Connection
+                    | ErrorKind::Internal
+            ),
+        }
+    }
+
+    /// Whose side a failure the tool reported is on; `None` for every
+    /// other class (they carry their meaning in their kind).
+    pub fn fault(&self) -> Option<Fault> {
+        match self {
+            Self::ToolFailed { fault, .. } => Some(*fault),
+            _ => None,
+        }
     }
 
     /// A server-suggested wait before the next attempt, if any.
@@ -369,10 +434,31 @@ impl CallError {
         }
     }
 
-    /// Shorthand for [`CallError::ToolFailed`].
+    /// A failure of the tool itself ([`Fault::Tool`], counted by the
+    /// breaker), e.g. a process that cannot be started.
     pub fn tool_failed(message: impl Into<String>) -> Self {
         Self::ToolFailed {
             message: message.into(),
+            fault: Fault::Tool,
+        }
+    }
+
+    /// A tool's refusal of what the caller asked ([`Fault::Caller`], never
+    /// counted by the breaker), e.g. a file that does not exist. The message
+    /// should say what to do instead.
+    pub fn caller_error(message: impl Into<String>) -> Self {
+        Self::ToolFailed {
+            message: message.into(),
+            fault: Fault::Caller,
+        }
+    }
+
+    /// A tool failure of either side, for code that derives the side
+    /// (e.g. from an `io::ErrorKind` through [`Fault::of_io`]).
+    pub fn tool_error(fault: Fault, message: impl Into<String>) -> Self {
+        Self::ToolFailed {
+            message: message.into(),
+            fault,
         }
     }
 
@@ -436,6 +522,57 @@ mod tests {
             e.to_string(),
             "the call was cancelled because toolgate is shutting down; send it again once toolgate is back"
         );
+    }
+
+    #[test]
+    fn caller_errors_never_count_and_tool_failures_do() {
+        let e = CallError::caller_error("`x` does not exist");
+        assert_eq!(
+            e.kind(),
+            ErrorKind::ToolFailed,
+            "the wire kind stays stable"
+        );
+        assert_eq!(e.fault(), Some(Fault::Caller));
+        assert!(!e.counts_as_failure());
+        assert!(!e.is_retryable());
+        let e = CallError::tool_failed("cannot start `sh`");
+        assert_eq!(e.fault(), Some(Fault::Tool));
+        assert!(e.counts_as_failure());
+        for kind in [
+            std::io::ErrorKind::NotFound,
+            std::io::ErrorKind::IsADirectory,
+            std::io::ErrorKind::NotADirectory,
+            std::io::ErrorKind::PermissionDenied,
+            std::io::ErrorKind::AlreadyExists,
+        ] {
+            assert_eq!(Fault::of_io(kind), Fault::Caller, "{kind:?}");
+        }
+        for kind in [
+            std::io::ErrorKind::StorageFull,
+            std::io::ErrorKind::BrokenPipe,
+            std::io::ErrorKind::Other,
+        ] {
+            assert_eq!(Fault::of_io(kind), Fault::Tool, "{kind:?}");
+        }
+        for e in [
+            CallError::Timeout {
+                after: Duration::from_secs(1),
+            },
+            CallError::Connection {
+                message: "reset".into(),
+            },
+            CallError::Upstream {
+                status: 502,
+                message: "bad gateway".into(),
+            },
+            CallError::Upstream {
+                status: 401,
+                message: "bad credentials".into(),
+            },
+            CallError::internal("bug"),
+        ] {
+            assert!(e.counts_as_failure(), "{e:?}");
+        }
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::tool::{Risk, Source, ToolName};
 use crate::upstream::ServerState;
 
 /// A pipeline stage, named in DESIGN.md's order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum StageName {
     /// Allowlist, denylist, quarantine.
@@ -67,7 +67,7 @@ impl StageName {
 }
 
 /// A circuit breaker's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum BreakerState {
     /// Calls pass.
@@ -79,7 +79,7 @@ pub enum BreakerState {
 }
 
 /// How a call ended, without its content.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ts_rs::TS)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum Outcome {
     /// The tool ran and returned a result.
@@ -105,7 +105,7 @@ pub enum Outcome {
 }
 
 /// Something that happened in the engine.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Event {
@@ -128,6 +128,7 @@ pub enum Event {
         stage: StageName,
         /// Time spent inside the stage and everything it wrapped.
         #[serde(with = "micros")]
+        #[ts(type = "number")]
         elapsed: Duration,
         /// What the stage did, if noteworthy ("cast `count` from string").
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -143,6 +144,7 @@ pub enum Event {
         kind: ErrorKind,
         /// The backoff before the next attempt.
         #[serde(with = "micros")]
+        #[ts(type = "number")]
         backoff: Duration,
     },
     /// A call finished (stage 14).
@@ -155,6 +157,7 @@ pub enum Event {
         outcome: Outcome,
         /// Total time in the pipeline.
         #[serde(with = "micros")]
+        #[ts(type = "number")]
         elapsed: Duration,
     },
     /// A circuit breaker changed state.
@@ -284,7 +287,7 @@ pub enum Event {
 }
 
 /// What happened to a remembered rule.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum RuleChange {
     /// Made (from a decision or directly).
@@ -304,6 +307,13 @@ mod micros {
 }
 
 impl Event {
+    /// Whether the console's live stream carries the event: everything but
+    /// the per-stage trace ([`Event::CallStage`]), which the console reads
+    /// from a call's detail instead of a dozen events per call.
+    pub fn is_console(&self) -> bool {
+        !matches!(self, Self::CallStage { .. })
+    }
+
     /// Whether the event traces one call's way through the pipeline
     /// (received, stage, retry, finished): a live view shows these, the
     /// audit log has them in the call's own row.
@@ -320,14 +330,19 @@ impl Event {
 
 /// The engine's event stream. Cloning shares the stream.
 ///
-/// Two rings: every event, and the notable ones only (everything except the
-/// per-call trace). The trace is a dozen events per call; a subscriber that
-/// keeps only state changes (the audit log's event table) takes the
-/// notable ring, so a daemon without a live view builds no trace at all.
+/// Three rings: every event, the notable ones only (everything except the
+/// per-call trace), and the console's (everything except the per-stage
+/// events, [`Event::is_console`]). The trace is a dozen events per call; a
+/// subscriber that keeps only state changes (the audit log's event table)
+/// takes the notable ring, so a daemon without a live view builds no trace
+/// at all. The console shows calls arriving and finishing but fetches a
+/// call's stages with its detail, so while only the console listens, calls
+/// emit their two `call_*` events and no stage events.
 #[derive(Debug, Clone)]
 pub struct EventBus {
     all: broadcast::Sender<Event>,
     notable: broadcast::Sender<Event>,
+    console: broadcast::Sender<Event>,
 }
 
 impl EventBus {
@@ -341,6 +356,7 @@ impl EventBus {
         Self {
             all: broadcast::channel(Self::CAPACITY).0,
             notable: broadcast::channel(Self::CAPACITY).0,
+            console: broadcast::channel(Self::CAPACITY).0,
         }
     }
 
@@ -350,6 +366,9 @@ impl EventBus {
         if !event.is_call_trace() && self.notable.receiver_count() > 0 {
             let _ = self.notable.send(event.clone());
         }
+        if event.is_console() && self.console.receiver_count() > 0 {
+            let _ = self.console.send(event.clone());
+        }
         let _ = self.all.send(event);
     }
 
@@ -357,6 +376,19 @@ impl EventBus {
     /// building it.
     pub fn is_watched(&self) -> bool {
         self.all.receiver_count() > 0
+    }
+
+    /// Whether anyone wants calls arriving and finishing
+    /// ([`Event::CallReceived`], [`Event::CallFinished`]): a full
+    /// subscriber or the console. Per-stage events need [`Self::is_watched`].
+    pub fn follows_calls(&self) -> bool {
+        self.all.receiver_count() > 0 || self.console.receiver_count() > 0
+    }
+
+    /// A new subscriber that sees every event except the per-stage ones
+    /// ([`Event::is_console`]) from now on: the console's live stream.
+    pub fn subscribe_console(&self) -> broadcast::Receiver<Event> {
+        self.console.subscribe()
     }
 
     /// A new subscriber that sees every event from now on.

@@ -14,6 +14,7 @@ pub mod client;
 pub mod config;
 pub mod console;
 pub mod context;
+pub mod control;
 pub mod daemon;
 pub mod discovery;
 pub mod engine;

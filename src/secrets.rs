@@ -375,6 +375,127 @@ pub fn referenced_names(spec: &ServerSpec) -> Vec<String> {
     names
 }
 
+/// A keychain that cannot be reached (locked, no Secret Service): every
+/// lookup fails with the store's reason, so each server that needs a
+/// secret reports it by name instead of all of them failing as one.
+#[derive(Debug, Clone)]
+pub struct UnavailableStore {
+    message: String,
+}
+
+impl UnavailableStore {
+    /// A store that answers every request with `reason`.
+    pub fn new(reason: &SecretError) -> Self {
+        Self {
+            message: match reason {
+                SecretError::Store { message, .. } => message.clone(),
+                other => other.to_string(),
+            },
+        }
+    }
+
+    fn error(&self, name: &SecretName) -> SecretError {
+        SecretError::Store {
+            name: name.as_str().to_owned(),
+            message: self.message.clone(),
+        }
+    }
+}
+
+impl SecretStore for UnavailableStore {
+    fn get(&self, name: &SecretName) -> Result<Secret, SecretError> {
+        Err(self.error(name))
+    }
+
+    fn set(&self, name: &SecretName, _value: &Secret) -> Result<(), SecretError> {
+        Err(self.error(name))
+    }
+
+    fn delete(&self, name: &SecretName) -> Result<(), SecretError> {
+        Err(self.error(name))
+    }
+}
+
+/// The OS keychain, or, when it cannot be reached, an [`UnavailableStore`]
+/// carrying the reason. Blocks (D-Bus): call it on a blocking thread.
+pub fn open_keychain() -> Box<dyn SecretStore> {
+    match KeyringStore::new() {
+        Ok(store) => Box::new(store),
+        Err(e) => Box::new(UnavailableStore::new(&e)),
+    }
+}
+
+/// One server whose secrets could not be resolved, and what became of it.
+/// Its `Display` is the one line a person reads: the server and the secret
+/// by name, never a value.
+#[derive(Debug)]
+pub struct SecretProblem {
+    /// The server.
+    pub server: String,
+    /// True when the server keeps running on the spec it was started with.
+    pub kept: bool,
+    /// Why the secret could not be read.
+    pub error: SecretError,
+}
+
+impl fmt::Display for SecretProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.kept {
+            write!(
+                f,
+                "server `{}` keeps running on its last good config: {}",
+                self.server, self.error
+            )
+        } else {
+            write!(f, "server `{}` not started: {}", self.server, self.error)
+        }
+    }
+}
+
+/// What [`resolve_servers`] decided.
+#[derive(Debug, Default)]
+pub struct ResolvedServers {
+    /// The specs to apply: resolved, or a running server's last good one.
+    pub specs: Vec<ServerSpec>,
+    /// One entry per server whose secrets could not be resolved.
+    pub problems: Vec<SecretProblem>,
+}
+
+/// Resolves the `keyring:` references of every configured server for a
+/// (re)load. A server whose secrets cannot be read keeps the resolved spec
+/// it runs with (`running`, by name) when it runs, so a keychain that is
+/// locked for a moment, or a secret renamed in the file before it was
+/// stored, never stops a working server (issue 13, item 8); a server that
+/// does not run yet is left out. Either way the problem is returned.
+/// Disabled servers pass through unresolved: they are stopped whatever
+/// their secrets.
+pub fn resolve_servers(
+    configured: Vec<ServerSpec>,
+    store: &dyn SecretStore,
+    running: &HashMap<String, ServerSpec>,
+) -> ResolvedServers {
+    let mut out = ResolvedServers::default();
+    for spec in configured {
+        if !spec.enabled || referenced_names(&spec).is_empty() {
+            out.specs.push(spec);
+            continue;
+        }
+        match resolve_spec(&spec, store) {
+            Ok(resolved) => out.specs.push(resolved),
+            Err(error) => {
+                let last_good = running.get(&spec.name).cloned();
+                out.problems.push(SecretProblem {
+                    server: spec.name.clone(),
+                    kept: last_good.is_some(),
+                    error,
+                });
+                out.specs.extend(last_good);
+            }
+        }
+    }
+    out
+}
+
 // ---- `toolgate secret set|get|rm NAME` -----------------------------------
 
 /// `toolgate secret set NAME`: reads the value from `input` (stdin), never

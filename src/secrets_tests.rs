@@ -265,3 +265,83 @@ fn keyring_round_trip() {
         Err(SecretError::NotFound { .. })
     ));
 }
+
+/// A stdio server named `name` whose env refers to `keyring:<secret>`.
+fn server(name: &str, secret: &str) -> ServerSpec {
+    ServerSpec::new(
+        name,
+        TransportSpec::Stdio {
+            command: "c".into(),
+            args: vec![],
+            env: map(&[("TOKEN", &format!("keyring:{secret}"))]),
+            cwd: None,
+        },
+    )
+}
+
+fn token_of(s: &ServerSpec) -> &str {
+    let TransportSpec::Stdio { env, .. } = &s.transport else {
+        panic!("stdio")
+    };
+    &env["TOKEN"]
+}
+
+/// Issue 13, item 8: a reload whose secret cannot be read keeps a running
+/// server on the spec it runs with; a new server is left out; both are
+/// reported by name, never by value.
+#[test]
+fn a_failed_secret_keeps_a_running_server_on_its_last_good_spec() {
+    let store = store_with(&[("good", "g-value")]);
+    let running_spec = resolve_spec(&server("old", "good"), &store).unwrap();
+    let running: HashMap<String, ServerSpec> = [("old".to_owned(), running_spec.clone())].into();
+    let configured = vec![
+        server("old", "gone"),  // running; its secret was renamed in the file
+        server("new", "gone"),  // not running yet
+        server("fine", "good"), // resolves
+        ServerSpec::new(
+            "plain",
+            TransportSpec::Stdio {
+                command: "c".into(),
+                args: vec![],
+                env: BTreeMap::new(),
+                cwd: None,
+            },
+        ),
+    ];
+    let r = resolve_servers(configured, &store, &running);
+    let names: Vec<&str> = r.specs.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["old", "fine", "plain"]);
+    assert_eq!(r.specs[0], running_spec, "the last good spec, unchanged");
+    assert_eq!(token_of(&r.specs[1]), "g-value");
+    let lines: Vec<String> = r.problems.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        lines,
+        [
+            "server `old` keeps running on its last good config: secret `gone` is not in the keychain; set it with `toolgate secret set gone`",
+            "server `new` not started: secret `gone` is not in the keychain; set it with `toolgate secret set gone`",
+        ]
+    );
+    assert!(!lines.iter().any(|l| l.contains("g-value")));
+}
+
+#[test]
+fn an_unreachable_keychain_keeps_running_servers_and_names_each_secret() {
+    let down = UnavailableStore::new(&SecretError::Store {
+        name: "*".into(),
+        message: "no Secret Service".into(),
+    });
+    let running: HashMap<String, ServerSpec> = [("a".to_owned(), server("a", "x"))].into();
+    let mut disabled = server("off", "y");
+    disabled.enabled = false;
+    let r = resolve_servers(vec![server("a", "x"), disabled], &down, &running);
+    assert_eq!(
+        r.specs.len(),
+        2,
+        "the running one kept, the disabled one passed on"
+    );
+    assert_eq!(
+        r.problems[0].to_string(),
+        "server `a` keeps running on its last good config: keychain error for secret `x`: no Secret Service"
+    );
+    assert_eq!(r.problems.len(), 1);
+}

@@ -25,6 +25,14 @@ pub struct BreakerConfig {
     /// Probe calls allowed while half-open; all must succeed to close.
     /// Default 1.
     pub half_open_probes: u32,
+    /// Whether results the tool itself marks `isError` count as failures.
+    /// Default false: such a result is the tool's answer to this one call
+    /// (a command that exited non-zero, a page that was 404, an upstream
+    /// tool saying "no such issue"), which any agent can provoke; counting
+    /// it would let one agent switch the tool off for all. Set per upstream
+    /// server with `breaker_counts_is_error = true` (or per tool) for
+    /// servers that report their own outages that way.
+    pub count_is_error: bool,
 }
 
 impl Default for BreakerConfig {
@@ -34,6 +42,7 @@ impl Default for BreakerConfig {
             window: Duration::from_secs(60),
             cooldown: Duration::from_secs(30),
             half_open_probes: 1,
+            count_is_error: false,
         }
     }
 }

@@ -9,6 +9,7 @@ use crate::builtin::{fs, http, shell};
 use crate::config::Config;
 use crate::engine::{Engine, EngineBuilder};
 use crate::guard::path::{PathError, PathRoots};
+use crate::guard::protect::{OwnFiles, Protected};
 use crate::guard::ssrf::SsrfConfig;
 use crate::pipeline::allowlist::{ALLOWED_TOOLS_ENV, FilterError, ToolFilter};
 use crate::pipeline::guards::GuardConfig;
@@ -39,13 +40,19 @@ pub enum SetupError {
 pub struct Env {
     /// Value of `TOOLGATE_ALLOWED_TOOLS`, if set.
     pub allowed_tools: Option<String>,
+    /// toolgate's own files on this machine, which governed tools may not
+    /// change (the config file in use and its data dir are added from the
+    /// config). The daemon passes the ones it really uses.
+    pub own_files: OwnFiles,
 }
 
 impl Env {
-    /// The process environment.
+    /// The process environment, with the default locations of toolgate's
+    /// own files.
     pub fn from_process() -> Self {
         Self {
             allowed_tools: std::env::var(ALLOWED_TOOLS_ENV).ok(),
+            own_files: OwnFiles::defaults(),
         }
     }
 }
@@ -77,7 +84,12 @@ pub fn engine_with(
     };
     let strict = config.strict;
     let builtins = builtin_tools(&config, &roots, &ssrf)?;
-    let guards = GuardConfig { roots, ssrf };
+    let protected = Protected::new(&own_files(&config, env), roots.roots());
+    let guards = GuardConfig {
+        roots,
+        ssrf,
+        protected,
+    };
     let engine = adjust(
         Engine::builder(config)
             .filter(filter.clone())
@@ -97,6 +109,19 @@ pub fn engine_with(
         tracing::warn!("{warning}");
     }
     Ok(engine)
+}
+
+/// What the environment says plus the config file in use and the data dir
+/// it names.
+fn own_files(config: &Config, env: &Env) -> OwnFiles {
+    let mut own = env.own_files.clone();
+    if let Some(path) = &config.path {
+        own = own.config_file(path);
+    }
+    if let Some(dir) = &config.data_dir {
+        own = own.data_dir(dir);
+    }
+    own
 }
 
 /// The allow/deny lists for `config`: `TOOLGATE_ALLOWED_TOOLS` (in `env`)

@@ -163,6 +163,7 @@ fn strict_mode_rejects_allowlist_names_that_match_no_tool() {
     config.builtin.roots = vec![dir.path().to_owned()];
     let env = toolgate::setup::Env {
         allowed_tools: Some("fs_read,no_such_tool".into()),
+        ..Default::default()
     };
     let err = toolgate::setup::engine_with(config, &env, |b| b).unwrap_err();
     assert!(err.to_string().contains("no_such_tool"), "{err}");

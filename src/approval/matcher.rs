@@ -26,7 +26,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// How a pattern reads a value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema, ts_rs::TS,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum PatternKind {
     /// Whole-string glob; `*` matches `/` too (commands, URLs, names).

@@ -23,6 +23,7 @@
 //! - Approvals sit outside the breaker (see `pipeline::build`): denials and
 //!   timeouts never count as a tool failure.
 
+mod decider;
 mod defaults;
 mod handle;
 mod matcher;
@@ -37,12 +38,13 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
+pub use decider::Decider;
 pub use defaults::{READ_TOOLS, RISK_TABLE, SHELL_TOOLS, WRITE_TOOLS, default_rules, risk_table};
 pub use handle::{PolicyHandle, VersionedPolicy};
 pub use matcher::{ArgCondition, Pattern, PatternError, PatternKind, normalize, pointer_of};
 pub use queue::{
     Always, Answer, ApprovalOptions, Approvals, Ask, Decided, Decision, NewRule, Resolution,
-    RuleEdit,
+    RuleEdit, RuleInUse,
 };
 pub use rules::{
     Assessment, CallerMatch, CallerPolicy, Effect, PolicyConfig, Preset, PresetSpec, Rule, Verdict,
@@ -52,7 +54,7 @@ pub use scope::{ArgClause, CallerInfo, CallerKey, Scope, ScopeDef, ScopeError, S
 pub use store::{ApprovalRequest, RememberedRule, RuleEffect};
 
 /// The state of an approval request. Stored as text; only ever extended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalStatus {
     /// Waiting for a person.

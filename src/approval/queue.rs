@@ -241,6 +241,29 @@ struct Live {
 struct ActiveRule {
     rule: RememberedRule,
     scope: Scope,
+    uses: Arc<RuleUse>,
+}
+
+/// How often a remembered rule matched a call, and when it last did. In
+/// memory only (counted lock-free as calls are assessed; a restart starts
+/// from zero): persisting a hit would put a database write on the call
+/// path for a figure that only informs a person tidying up rules.
+#[derive(Debug, Default)]
+struct RuleUse {
+    hits: std::sync::atomic::AtomicU64,
+    last_ms: std::sync::atomic::AtomicI64,
+}
+
+/// A remembered rule with how it was used since toolgate started
+/// ([`Approvals::rules_with_use`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuleInUse {
+    /// The rule.
+    pub rule: RememberedRule,
+    /// Calls it matched since toolgate started.
+    pub hits: u64,
+    /// When it last matched one, unix ms.
+    pub last_used_ms: Option<i64>,
 }
 
 struct Inner {
@@ -543,7 +566,37 @@ impl Approvals {
         }
     }
 
+    /// Binds SCOPE text to pending request `id` without deciding
+    /// anything: the scope an "always" decision would remember, or why it
+    /// cannot (a malformed scope, or one that misses this very request,
+    /// as [`ApprovalError::Scope`]). For the console's scope preview.
+    ///
+    /// # Errors
+    /// [`ApprovalError::NotFound`], [`ApprovalError::AlreadyDecided`], a
+    /// scope error, or the store.
+    pub async fn bind_scope(&self, id: i64, text: &str) -> Result<Scope, ApprovalError> {
+        let (request, args) = self.live_request(id).await?;
+        Ok(ScopeSpec::parse(text)?.bind(&request.tool, &args, &request.caller)?)
+    }
+
     // ---- remembered rules ------------------------------------------------
+
+    /// [`Self::rules`] with each rule's matches since toolgate started.
+    pub fn rules_with_use(&self) -> Vec<RuleInUse> {
+        self.inner
+            .rules
+            .load()
+            .iter()
+            .map(|a| {
+                let last = a.uses.last_ms.load(std::sync::atomic::Ordering::Relaxed);
+                RuleInUse {
+                    rule: a.rule.clone(),
+                    hits: a.uses.hits.load(std::sync::atomic::Ordering::Relaxed),
+                    last_used_ms: (last != 0).then_some(last),
+                }
+            })
+            .collect()
+    }
 
     /// Remembered rules that are not revoked, expired ones included
     /// (`toolgate rules list`; check [`RememberedRule::is_active`]).
@@ -643,10 +696,21 @@ impl Approvals {
 
     async fn reload_rules(&self) -> Result<(), ApprovalError> {
         let rules = store::unrevoked_rules(&self.inner.pool).await?;
+        // Counts carry over to the reloaded list, by rule id.
+        let old = self.inner.rules.load();
+        let uses_of = |id: i64| {
+            old.iter()
+                .find(|a| a.rule.id == id)
+                .map_or_else(Arc::default, |a| a.uses.clone())
+        };
         let active = rules
             .into_iter()
             .filter_map(|rule| match Scope::compile(rule.scope.clone()) {
-                Ok(scope) => Some(ActiveRule { rule, scope }),
+                Ok(scope) => Some(ActiveRule {
+                    uses: uses_of(rule.id),
+                    rule,
+                    scope,
+                }),
                 Err(e) => {
                     tracing::error!("remembered rule #{} is unusable: {e}", rule.id);
                     None
@@ -673,9 +737,16 @@ impl Approvals {
                     && a.scope.matches(tool, args, &key)
             })
         };
-        hit(RuleEffect::Deny)
-            .or_else(|| hit(RuleEffect::Allow))
-            .map(|a| a.rule.clone())
+        let found = hit(RuleEffect::Deny).or_else(|| hit(RuleEffect::Allow))?;
+        found
+            .uses
+            .hits
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        found
+            .uses
+            .last_ms
+            .store(now, std::sync::atomic::Ordering::Relaxed);
+        Some(found.rule.clone())
     }
 
     // ---- the asking side -------------------------------------------------

@@ -37,7 +37,7 @@ use crate::canonical::call_hash;
 use crate::context::Caller;
 
 /// A caller as stored with a request.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 pub struct CallerInfo {
     /// Entry point: `socket`, `cli`, ...
     pub via: String,
@@ -91,7 +91,7 @@ impl fmt::Display for CallerInfo {
 }
 
 /// A caller's identity across runs.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ts_rs::TS)]
 pub struct CallerKey {
     /// Entry point.
     pub via: String,
@@ -125,7 +125,7 @@ impl fmt::Display for CallerKey {
 }
 
 /// One argument clause as stored.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 pub struct ArgClause {
     /// JSON pointer.
     pub pointer: String,
@@ -136,7 +136,7 @@ pub struct ArgClause {
 }
 
 /// A scope with every "this" resolved: what is stored in SQLite.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 pub struct ScopeDef {
     /// Tool-name glob (an exact name for "this tool").
     pub tool: String,

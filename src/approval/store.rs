@@ -15,7 +15,7 @@ use super::{ApprovalError, ApprovalStatus};
 use crate::tool::Risk;
 
 /// One approval request, as the UI and CLI show it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ts_rs::TS)]
 pub struct ApprovalRequest {
     /// The id people type (`toolgate approve 12`).
     pub id: i64,
@@ -216,7 +216,7 @@ pub(super) async fn recent_requests(
 }
 
 /// What a remembered rule does to calls in its scope.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum RuleEffect {
     /// Run without asking.
@@ -236,7 +236,7 @@ impl RuleEffect {
 }
 
 /// A remembered decision, as listed by `toolgate rules`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ts_rs::TS)]
 pub struct RememberedRule {
     /// The id people type (`toolgate rules rm 3`).
     pub id: i64,

@@ -1,6 +1,6 @@
 //! The SQLite store and its single group-committing writer.
 
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -69,6 +69,34 @@ impl std::fmt::Debug for AuditLog {
     }
 }
 
+/// Applies the embedded migrations under an exclusive lock on
+/// `<db>-migrate.lock`. sqlx's SQLite migrator takes no lock, so two
+/// processes opening a new log at once (two bridges each spawning an
+/// engine, `toolgate audit` beside an engine starting) both created the
+/// tables and the loser failed with "table calls already exists", before
+/// the journal's lock could decide which of them owns the log.
+async fn migrate(pool: &SqlitePool, db: &Path) -> Result<(), String> {
+    let mut lock = db.as_os_str().to_owned();
+    lock.push("-migrate.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(&lock)
+        .map_err(|e| format!("{}: {e}", PathBuf::from(&lock).display()))?;
+    // Blocking: the other process holds it only while it migrates.
+    let file = tokio::task::spawn_blocking(move || {
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive).map(|()| file)
+    })
+    .await
+    .map_err(|e| e.to_string())?
+    .map_err(|e| format!("cannot lock the audit log for its migrations: {e}"))?;
+    let migrated = sqlx::migrate!("./migrations").run(pool).await;
+    drop(file);
+    migrated.map_err(|e| e.to_string())
+}
+
 impl AuditLog {
     /// Opens (creating if needed) the log at `path` and applies migrations.
     ///
@@ -115,10 +143,7 @@ impl AuditLog {
             .connect_with(opts.clone())
             .await
             .map_err(|e| open_err(&e))?;
-        sqlx::migrate!("./migrations")
-            .run(&pool)
-            .await
-            .map_err(|e| open_err(&e))?;
+        migrate(&pool, path).await.map_err(|e| open_err(&e))?;
         let writer = match access {
             Access::WriteIfFree => Writer::start(path).map_err(|e| open_err(&e))?,
             Access::Read => Writer::Reader(path.to_owned()),
@@ -618,5 +643,26 @@ mod tests {
             .await
             .unwrap_err();
         assert!(e.to_string().contains("/proc/nope/a.db"), "{e}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn processes_opening_a_new_log_at_once_all_get_its_tables() {
+        // Two bridges spawning an engine, or `toolgate audit` beside an
+        // engine starting, open a fresh log together: both migrate it.
+        for _ in 0..5 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("audit.db");
+            let opens: Vec<_> = (0..6)
+                .map(|_| {
+                    let path = path.clone();
+                    tokio::spawn(async move { AuditLog::open_reader(&path).await.map(drop) })
+                })
+                .collect();
+            for open in opens {
+                open.await
+                    .unwrap()
+                    .expect("every open migrates or finds the tables");
+            }
+        }
     }
 }

@@ -7,7 +7,10 @@
 //! ([`Confined::dir`]), so even a symlink swapped in after the check cannot
 //! lead outside. Escapes become [`CallError::GuardDenied`] on argument
 //! `path`, which the breaker never counts; missing files and the like are
-//! [`CallError::ToolFailed`] with a message saying what to do instead.
+//! [`CallError::ToolFailed`] with a message saying what to do instead, of
+//! [`Fault::Caller`] (the breaker does not count them either: a missing
+//! file says nothing about the tool) unless the I/O error itself is the
+//! tool's ([`Fault::of_io`]: a full disk, a broken device).
 //!
 //! The file system is blocking, so each call runs on tokio's blocking pool.
 
@@ -21,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::context::CallContext;
-use crate::error::CallError;
+use crate::error::{CallError, Fault};
 use crate::guard::path::{Confined, PathRoots};
 use crate::tool::{
     Annotations, GuardKind, Risk, Tool, ToolDef, ToolNameError, ToolResult, TypedTool, typed_tool,
@@ -207,7 +210,7 @@ impl TypedTool for FsList {
 
     fn configure(def: ToolDef) -> ToolDef {
         def.with_risk(Risk::Low)
-            .with_guard("path", GuardKind::Path)
+            .with_guard_default("path", GuardKind::Path, "")
             .with_annotations(Annotations {
                 title: Some("List directory".into()),
                 read_only_hint: Some(true),
@@ -257,7 +260,7 @@ fn io_error(shown: &str, verb: &str, e: &io::Error) -> CallError {
         io::ErrorKind::NotADirectory => format!("`{shown}` is not a directory"),
         _ => format!("cannot {verb} `{shown}`: {e}"),
     };
-    CallError::tool_failed(message)
+    CallError::tool_error(Fault::of_io(e.kind()), message)
 }
 
 fn read_file(c: &Confined, shown: &str, offset: u64, max: u64) -> Result<ToolResult, CallError> {
@@ -265,19 +268,19 @@ fn read_file(c: &Confined, shown: &str, offset: u64, max: u64) -> Result<ToolRes
     // Checked before opening: opening a FIFO would block until a writer came.
     let meta = c.dir().metadata(c.relative()).map_err(err)?;
     if meta.is_dir() {
-        return Err(CallError::tool_failed(format!(
+        return Err(CallError::caller_error(format!(
             "`{shown}` is a directory; use fs_list to see its entries"
         )));
     }
     if !meta.is_file() {
-        return Err(CallError::tool_failed(format!(
+        return Err(CallError::caller_error(format!(
             "`{shown}` is not a regular file"
         )));
     }
     let mut file = c.dir().open(c.relative()).map_err(err)?;
     let size = file.metadata().map_err(err)?.len();
     if offset > size {
-        return Err(CallError::tool_failed(format!(
+        return Err(CallError::caller_error(format!(
             "offset {offset} is past the end of `{shown}` ({size} bytes)"
         )));
     }
@@ -375,10 +378,10 @@ fn write_file(c: &Confined, args: &FsWriteArgs) -> Result<ToolResult, CallError>
 
 fn write_error(shown: &str, mode: WriteMode, e: &io::Error) -> CallError {
     match e.kind() {
-        io::ErrorKind::AlreadyExists if mode == WriteMode::CreateNew => CallError::tool_failed(
+        io::ErrorKind::AlreadyExists if mode == WriteMode::CreateNew => CallError::caller_error(
             format!("`{shown}` already exists; use mode `overwrite` or `append` to change it"),
         ),
-        io::ErrorKind::NotFound => CallError::tool_failed(format!(
+        io::ErrorKind::NotFound => CallError::caller_error(format!(
             "the directory of `{shown}` does not exist; pass create_dirs: true to create it"
         )),
         _ => io_error(shown, "write", e),

@@ -131,6 +131,8 @@ async fn binary_files_are_described_not_returned() {
     assert_eq!(r.meta["binary"], true);
 }
 
+/// Each failure names the problem and is the caller's (issue 13, item 5:
+/// the breaker must not count a read of a missing file).
 #[tokio::test]
 async fn read_failures_say_what_is_wrong() {
     let f = fixture();
@@ -141,14 +143,23 @@ async fn read_failures_say_what_is_wrong() {
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::ToolFailed);
     assert_eq!(e.to_string(), "`nope.txt` does not exist");
+    assert_eq!(e.fault(), Some(Fault::Caller));
     let e = f.call("fs_read", json!({"path": "d"})).await.unwrap_err();
     assert!(e.to_string().contains("use fs_list"), "{e}");
+    assert_eq!(e.fault(), Some(Fault::Caller));
     fs::write(f.root.join("a.txt"), "x").unwrap();
     let e = f
         .call("fs_read", json!({"path": "a.txt", "offset": 9}))
         .await
         .unwrap_err();
     assert!(e.to_string().contains("past the end"), "{e}");
+    assert_eq!(e.fault(), Some(Fault::Caller));
+    let e = f
+        .call("fs_read", json!({"path": "a.txt/x"}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.fault(), Some(Fault::Caller), "{e}");
+    assert!(!e.counts_as_failure(), "{e}");
 }
 
 #[tokio::test]

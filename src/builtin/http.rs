@@ -179,6 +179,19 @@ impl TypedTool for HttpFetch {
             })
     }
 
+    /// Headers that cannot be sent are refused with validation, before a
+    /// person could be asked about a call that would fail anyway.
+    fn check(&self, args: &serde_json::Value) -> Result<(), CallError> {
+        let Some(serde_json::Value::Object(headers)) = args.get("headers") else {
+            return Ok(());
+        };
+        let raw = headers
+            .iter()
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+            .collect();
+        build_headers(raw).map(drop)
+    }
+
     async fn run(&self, args: HttpFetchArgs, _ctx: &CallContext) -> Result<ToolResult, CallError> {
         let url = check_url(&args.url, &self.ssrf).map_err(guard_denied)?;
         let headers = build_headers(args.headers.unwrap_or_default())?;
@@ -226,7 +239,8 @@ impl HttpFetch {
             };
         }
         if find_source::<TooManyRedirects>(e).is_some() {
-            return CallError::tool_failed(format!("{} (last: {})", TooManyRedirects, url_of(e)));
+            // The URL the caller chose loops or redirects too often.
+            return CallError::caller_error(format!("{} (last: {})", TooManyRedirects, url_of(e)));
         }
         if e.is_connect() || e.is_request() || e.is_body() {
             return CallError::Connection {

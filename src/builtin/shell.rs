@@ -3,6 +3,8 @@
 //! Contract:
 //! - The working directory is confined to the configured roots (argument
 //!   `cwd`, default the first root; refused when no roots are configured).
+//!   The default is declared on the guard, so a call that has no directory
+//!   to run in is refused by the guard stage before any person is asked.
 //!   This only decides where the command *starts*: a shell can reach
 //!   anything the user can, which is why the tool is `Risk::Critical` and
 //!   policy puts it in front of a person.
@@ -107,7 +109,8 @@ impl TypedTool for ShellExec {
 
     fn configure(def: ToolDef) -> ToolDef {
         def.with_risk(Risk::Critical)
-            .with_guard("cwd", GuardKind::Path)
+            .with_guard_default("cwd", GuardKind::Path, "")
+            .with_guard("command", GuardKind::Command)
             .with_annotations(Annotations {
                 title: Some("Run shell command".into()),
                 read_only_hint: Some(false),

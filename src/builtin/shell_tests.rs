@@ -44,13 +44,20 @@ impl Fixture {
 }
 
 #[test]
-fn definition_is_critical_and_guards_cwd() {
+fn definition_is_critical_and_guards_cwd_and_command() {
     let f = fixture(DEFAULT_TIMEOUT);
     assert_eq!(f.def.name.as_str(), "shell_exec");
     assert_eq!(f.def.risk, Risk::Critical);
-    assert_eq!(f.def.guards.len(), 1);
+    assert_eq!(f.def.guards.len(), 2);
     assert_eq!(f.def.guards[0].arg, "cwd");
     assert_eq!(f.def.guards[0].kind, GuardKind::Path);
+    assert_eq!(
+        f.def.guards[0].default.as_deref(),
+        Some(""),
+        "an absent cwd is checked as the first root"
+    );
+    assert_eq!(f.def.guards[1].arg, "command");
+    assert_eq!(f.def.guards[1].kind, GuardKind::Command);
     let required = &f.def.input_schema["required"];
     assert_eq!(required, &json!(["command"]));
 }

@@ -32,6 +32,8 @@ fn per_tool_overrides_merge_over_global_limits() {
         risk = "critical"
         [tools.shell_exec.retry]
         max_retries = 0
+        [tools.shell_exec.breaker]
+        count_is_error = true
         "#,
     )
     .unwrap();
@@ -42,7 +44,12 @@ fn per_tool_overrides_merge_over_global_limits() {
         sh.breaker.failure_threshold, 3,
         "inherits the global override"
     );
+    assert!(sh.breaker.count_is_error);
     let other = c.settings.resolve("fs_read");
+    assert!(
+        !other.breaker.count_is_error,
+        "isError results do not count by default"
+    );
     assert_eq!(other.timeout, Duration::from_millis(5000));
     assert_eq!(other.retry.max_retries, 2);
     let rule = c

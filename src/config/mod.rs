@@ -333,6 +333,7 @@ fn merge_counts(s: &mut ToolSettings, raw: &RawLimits, at: &str, problems: &mut 
         }
     }
     if let Some(b) = &raw.breaker {
+        s.breaker.count_is_error = b.count_is_error.unwrap_or(s.breaker.count_is_error);
         for (v, key, out) in [
             (
                 b.failure_threshold,

@@ -95,6 +95,8 @@ pub struct RawBreaker {
     pub cooldown_s: Option<u64>,
     /// Probes while half-open.
     pub half_open_probes: Option<u32>,
+    /// Count results the tool marks `isError` as failures (default false).
+    pub count_is_error: Option<bool>,
 }
 
 /// `[pipeline.loop_guard]`.

@@ -220,6 +220,11 @@ pub struct RawServer {
     pub breaker_failure_threshold: Option<u32>,
     /// Breaker cooldown for this server's tools.
     pub breaker_cooldown_s: Option<u64>,
+    /// Count results the server marks `isError` as failures of the tool.
+    /// Default false: `isError` is normally a tool's answer to one call
+    /// ("no such issue"), which any agent can provoke; set it for a server
+    /// that reports its own outages that way.
+    pub breaker_counts_is_error: Option<bool>,
     /// Authentication for HTTP-based transports.
     pub auth: Option<AuthSpec>,
     /// How to reach it.
@@ -240,6 +245,7 @@ const COMMON_KEYS: &[&str] = &[
     "max_retries",
     "breaker_failure_threshold",
     "breaker_cooldown_s",
+    "breaker_counts_is_error",
     "auth",
     "transport",
 ];
@@ -395,6 +401,8 @@ pub struct ServerSpec {
     pub breaker_failure_threshold: Option<u32>,
     /// Breaker cooldown override.
     pub breaker_cooldown: Option<Duration>,
+    /// Whether `isError` results count for the breaker (default false).
+    pub breaker_counts_is_error: bool,
     /// Authentication.
     pub auth: Option<AuthSpec>,
     /// Transport.
@@ -413,6 +421,7 @@ impl ServerSpec {
             max_retries: None,
             breaker_failure_threshold: None,
             breaker_cooldown: None,
+            breaker_counts_is_error: false,
             auth: None,
             transport,
         }
@@ -488,6 +497,7 @@ fn spec_of(s: &RawServer) -> ServerSpec {
         max_retries: s.max_retries,
         breaker_failure_threshold: s.breaker_failure_threshold,
         breaker_cooldown: s.breaker_cooldown_s.map(Duration::from_secs),
+        breaker_counts_is_error: s.breaker_counts_is_error.unwrap_or(false),
         auth: s.auth.clone(),
         transport: s.transport.clone(),
     }

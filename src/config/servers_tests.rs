@@ -67,6 +67,7 @@ fn every_transport_and_override_parses() {
         max_retries = 0
         breaker_failure_threshold = 3
         breaker_cooldown_s = 10
+        breaker_counts_is_error = true
         auth = { type = "bearer", token = "keyring:a_tok" }
 
         [[servers]]
@@ -92,6 +93,11 @@ fn every_transport_and_override_parses() {
     assert_eq!(a.max_retries, Some(0));
     assert_eq!(a.breaker_failure_threshold, Some(3));
     assert_eq!(a.breaker_cooldown, Some(Duration::from_secs(10)));
+    assert!(a.breaker_counts_is_error);
+    assert!(
+        !b.breaker_counts_is_error,
+        "isError results do not count by default"
+    );
     assert_eq!(a.transport.kind(), "sse");
     assert!(matches!(b.auth, Some(AuthSpec::Basic { .. })));
     assert_eq!(b.transport.kind(), "streamable_http");

@@ -1,5 +1,7 @@
 //! Argument guards shared by the guard stage and the built-in tools:
-//! path confinement and SSRF protection.
+//! path confinement, SSRF protection, and toolgate's protection of its own
+//! files and controls.
 
 pub mod path;
+pub mod protect;
 pub mod ssrf;

@@ -32,7 +32,7 @@ use std::sync::Arc;
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 
-use crate::error::CallError;
+use crate::error::{CallError, Fault};
 
 /// Same bound as Linux's `MAXSYMLINKS`: a longer chain is almost certainly a
 /// loop, and following it further only burns time.
@@ -58,7 +58,7 @@ pub enum PathError {
         root: PathBuf,
     },
     /// No roots are configured, so no path is allowed.
-    #[error("path `{path}` refused: no file-system roots are configured")]
+    #[error("{}no file-system roots are configured; {NO_ROOTS_FIX}", shown(.path))]
     NoRoots {
         /// The requested path.
         path: String,
@@ -144,6 +144,20 @@ pub enum PathError {
     },
 }
 
+/// How to fix [`PathError::NoRoots`]: the config key and the flag.
+pub const NO_ROOTS_FIX: &str = "add the directories tools may use as `roots = [\"~/projects\"]` under `[builtin]` in toolgate's config.toml, or start toolgate with `--root DIR`";
+
+/// `path `x` refused: ` for a path the caller gave; nothing for the empty
+/// path a tool uses by default (the first root), which the caller never
+/// wrote.
+fn shown(path: &str) -> String {
+    if path.is_empty() {
+        String::new()
+    } else {
+        format!("path `{path}` refused: ")
+    }
+}
+
 fn list(roots: &[PathBuf]) -> String {
     roots
         .iter()
@@ -166,16 +180,21 @@ impl PathError {
 
     /// The call error for a refusal of argument `arg`: `GuardDenied` for
     /// refusals, `ToolFailed` otherwise, so the breaker never counts an
-    /// escape attempt as the tool failing.
+    /// escape attempt as the tool failing. A path that cannot be resolved
+    /// (a file where a directory is needed, an unreadable directory) is the
+    /// caller's; an unusable root is the tool's (its configuration broke).
     pub fn into_call_error(self, arg: &str) -> CallError {
         if self.is_refusal() {
-            CallError::GuardDenied {
+            return CallError::GuardDenied {
                 arg: arg.to_owned(),
                 reason: self.to_string(),
-            }
-        } else {
-            CallError::tool_failed(self.to_string())
+            };
         }
+        let fault = match &self {
+            Self::Io { source, .. } => Fault::of_io(source.kind()),
+            _ => Fault::Tool,
+        };
+        CallError::tool_error(fault, self.to_string())
     }
 }
 

@@ -8,10 +8,16 @@ use serde_json::{Value, json};
 use super::jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS};
 use super::server::Refused;
 use crate::Engine;
+use crate::approval::{Decider, Decision};
 use crate::console::ConsoleAuth;
+use crate::context::Caller;
 use crate::upstream::Upstreams;
 
-const METHODS: [&str; 12] = [
+/// Every control method. Only the control role answers them; on the agent
+/// socket and the agent HTTP endpoint they are unknown methods (-32601), so
+/// an agent cannot approve its own call through the protocol it uses for
+/// tools.
+pub const METHODS: [&str; 12] = [
     "toolgate/tools",
     "toolgate/breakers",
     "toolgate/breakers/reset",
@@ -50,14 +56,17 @@ fn refused(e: impl std::fmt::Display) -> Refused {
     (INVALID_PARAMS, e.to_string())
 }
 
-/// Answers one control method.
+/// Answers one control method from `caller`, the control socket's peer
+/// (recorded as who decided).
 pub(super) async fn handle(
     engine: &Engine,
     upstreams: Option<&Upstreams>,
     console: Option<&ConsoleAuth>,
+    caller: &Caller,
     method: &str,
     params: Option<Value>,
 ) -> Result<Value, Refused> {
+    let by = || Decider::cli(caller).to_string();
     let no_approvals = || {
         (
             INVALID_PARAMS,
@@ -81,16 +90,25 @@ pub(super) async fn handle(
         }
         "toolgate/approve" => {
             let a = engine.approvals().ok_or_else(no_approvals)?;
-            let d = a
-                .approve(id_param(&params)?, str_param(&params, "always"))
-                .await
-                .map_err(refused)?;
-            json_of(d)
+            let mut decision = Decision::approve().by(by());
+            if let Some(scope) = str_param(&params, "always") {
+                decision = decision.always(scope, None);
+            }
+            json_of(
+                a.decide(id_param(&params)?, decision)
+                    .await
+                    .map_err(refused)?,
+            )
         }
         "toolgate/deny" => {
             let a = engine.approvals().ok_or_else(no_approvals)?;
             let reason = str_param(&params, "reason").map(str::to_owned);
-            json_of(a.deny(id_param(&params)?, reason).await.map_err(refused)?)
+            let decision = Decision::deny(reason).by(by());
+            json_of(
+                a.decide(id_param(&params)?, decision)
+                    .await
+                    .map_err(refused)?,
+            )
         }
         "toolgate/rules" => {
             Ok(json!({"rules": json_of(engine.approvals().ok_or_else(no_approvals)?.rules())?}))

@@ -96,7 +96,26 @@ struct AgentTool {
     agent: String,
 }
 
+impl AgentTool {
+    fn outside_gate(&self) -> CallError {
+        CallError::caller_error(format!(
+            "this tool runs inside agent `{}`: the agent calls toolgate/gate before running it and \
+             toolgate/report after; it cannot be called through tools/call",
+            self.agent
+        ))
+    }
+}
+
 impl Tool for AgentTool {
+    /// Refused with validation, before policy: a `tools/call` of an agent's
+    /// tool can never run, so no person is asked about it.
+    fn check(&self, _args: &Value) -> Result<(), CallError> {
+        match TICKET.try_with(|_| ()) {
+            Ok(()) => Ok(()),
+            Err(_) => Err(self.outside_gate()),
+        }
+    }
+
     fn call<'a>(
         &'a self,
         args: Value,
@@ -105,11 +124,7 @@ impl Tool for AgentTool {
         let _ = ctx;
         Box::pin(async move {
             let Ok(ticket) = TICKET.try_with(Arc::clone) else {
-                return Err(CallError::tool_failed(format!(
-                    "this tool runs inside agent `{}`: the agent calls toolgate/gate before running it and \
-                     toolgate/report after; it cannot be called through tools/call",
-                    self.agent
-                )));
+                return Err(self.outside_gate());
             };
             let allowed = ticket
                 .allowed
@@ -351,6 +366,6 @@ fn reported_error(e: ReportedError) -> CallError {
             status: 500,
             message,
         },
-        _ => CallError::ToolFailed { message },
+        _ => CallError::tool_failed(message),
     }
 }

@@ -440,10 +440,12 @@ impl McpServer {
                 Err(e) => Err(e),
             },
             m if self.role == Role::Control && super::control::is_control(m) => {
+                let caller = conn.session().caller;
                 super::control::handle(
                     &self.engine,
                     self.upstreams.as_ref(),
                     self.console.as_ref(),
+                    &caller,
                     m,
                     params,
                 )

@@ -208,6 +208,16 @@ impl ToolFilter {
         })
     }
 
+    /// The allow patterns as written, if an allowlist is set.
+    pub fn allow_patterns(&self) -> Option<&[String]> {
+        self.allow.as_ref().map(|(_, p)| p.raw.as_slice())
+    }
+
+    /// The deny patterns as written.
+    pub fn deny_patterns(&self) -> &[String] {
+        &self.deny.raw
+    }
+
     /// Whether an allowlist restricts tools at all.
     pub fn is_restricted(&self) -> bool {
         self.allow.is_some()

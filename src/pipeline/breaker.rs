@@ -12,13 +12,21 @@
 //!   that many probes have succeeded the breaker closes and forgets its
 //!   failures; any failed probe re-opens it with a fresh cooldown.
 //!
-//! What counts ([`Verdict::of`]): errors whose [`CallError::counts_as_failure`]
-//! is true, and `Ok` results the tool itself marked `is_error`. Refusals made
-//! by toolgate or a person (denials, validation errors, loop-guard blocks, an
-//! open breaker) say nothing about the tool's health, so they never count
-//! and never change state; counting them would let a person who keeps
-//! denying a call trip the breaker (the seed special-cases approval denials
-//! for the same reason, seed §3.4).
+//! What counts ([`Verdict::of`]): only what says the tool is unhealthy,
+//! errors whose [`CallError::counts_as_failure`] is true (timeouts,
+//! connection failures, server errors, failures of [`Fault::Tool`]).
+//! Refusals made by toolgate or a person (denials, validation errors, guard
+//! and loop-guard blocks, an open breaker) and errors of the caller's
+//! making (a missing file: [`Fault::Caller`]) never count and never change
+//! state; counting them would let a person who keeps denying a call, or any
+//! one agent asking for missing files, switch the tool off for every agent
+//! (the seed special-cases approval denials for the same reason, seed
+//! §3.4). `Ok` results the tool marked `is_error` are its answer to that
+//! one call and count only where [`BreakerConfig::count_is_error`] says so
+//! (an upstream server configured with `breaker_counts_is_error = true`).
+//!
+//! [`Fault::Tool`]: crate::error::Fault::Tool
+//! [`Fault::Caller`]: crate::error::Fault::Caller
 //!
 //! Beyond the seed, which hard-codes 5 failures / 60 s for every tool, all
 //! thresholds come from `call.settings.breaker`, per tool.
@@ -62,10 +70,14 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    /// Classifies a result by asking the error, never its message.
-    pub fn of(result: &CallResult) -> Self {
+    /// Classifies a result by asking the error, never its message; an
+    /// `is_error` result counts only where `cfg` says such results do.
+    pub fn of(result: &CallResult, cfg: &BreakerConfig) -> Self {
         match result {
-            Ok(r) if r.is_error => Self::Failure,
+            Ok(r) if r.is_error && cfg.count_is_error => Self::Failure,
+            // The tool answered, but with a failure of this one call: no
+            // sign of sickness, and no proof of health for a probe either.
+            Ok(r) if r.is_error => Self::Neutral,
             Ok(_) => Self::Success,
             Err(e) if e.counts_as_failure() => Self::Failure,
             Err(_) => Self::Neutral,
@@ -351,12 +363,128 @@ fn millis<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::
     }
 }
 
+/// Width of one bucket of [`CallBuckets`].
+pub const BUCKET: Duration = Duration::from_secs(5);
+
+/// Buckets kept: 24 of 5 s, the last two minutes (a Hystrix-style
+/// sparkline; the console draws one per breaker).
+pub const BUCKETS: usize = 24;
+
+/// Calls that reached a tool, and how many of them failed, per 5-second
+/// bucket over the last two minutes. Counted as calls complete, under the
+/// lock the breaker takes anyway; buckets are reused in a ring, so the
+/// cost is a few integer operations per call and nothing is allocated.
+#[derive(Debug, Clone, Copy)]
+pub struct CallBuckets {
+    /// Bucket 0 starts here; the first call of the tool.
+    epoch: Instant,
+    /// (bucket number since `epoch`, calls, failures) in ring slot
+    /// `number % BUCKETS`.
+    slots: [(u64, u32, u32); BUCKETS],
+}
+
+impl CallBuckets {
+    /// Empty buckets counted from `epoch`.
+    pub fn new(epoch: Instant) -> Self {
+        Self {
+            epoch,
+            slots: [(u64::MAX, 0, 0); BUCKETS],
+        }
+    }
+
+    fn number(&self, at: Instant) -> u64 {
+        let since = at.saturating_duration_since(self.epoch);
+        u64::try_from(since.as_nanos() / BUCKET.as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// Counts one call ending at `now`.
+    pub fn record(&mut self, now: Instant, failed: bool) {
+        let n = self.number(now);
+        let slot = &mut self.slots[slot_of(n)];
+        if slot.0 != n {
+            *slot = (n, 0, 0);
+        }
+        slot.1 = slot.1.saturating_add(1);
+        slot.2 = slot.2.saturating_add(u32::from(failed));
+    }
+
+    /// Calls and failures per bucket, oldest first, the last one being the
+    /// bucket `now` falls in.
+    pub fn series(&self, now: Instant) -> [(u32, u32); BUCKETS] {
+        let current = self.number(now);
+        let mut out = [(0, 0); BUCKETS];
+        for (k, v) in out.iter_mut().enumerate() {
+            let Some(n) = current.checked_sub((BUCKETS - 1 - k) as u64) else {
+                continue;
+            };
+            let slot = self.slots[slot_of(n)];
+            if slot.0 == n {
+                *v = (slot.1, slot.2);
+            }
+        }
+        out
+    }
+}
+
+fn slot_of(n: u64) -> usize {
+    usize::try_from(n % BUCKETS as u64).unwrap_or(0)
+}
+
+/// The last failure that counted against a tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LastFailure {
+    /// Its class.
+    pub kind: crate::error::ErrorKind,
+    /// Its message (a tool's own error text, cut at 300 bytes).
+    pub message: String,
+    /// When, unix ms.
+    pub at_ms: i64,
+}
+
+impl LastFailure {
+    /// Longest message kept.
+    const MAX: usize = 300;
+
+    fn of(result: &CallResult) -> Option<Self> {
+        let (kind, mut message) = match result {
+            Ok(r) if r.is_error => (crate::error::ErrorKind::ToolFailed, r.joined_text()),
+            Ok(_) => return None,
+            Err(e) => (e.kind(), e.to_string()),
+        };
+        if message.len() > Self::MAX {
+            message.truncate(message.floor_char_boundary(Self::MAX));
+            message.push('…');
+        }
+        Some(Self {
+            kind,
+            message,
+            at_ms: crate::audit::now_ms(),
+        })
+    }
+}
+
+/// One tool's breaker with its recent traffic, for the console's
+/// breaker tiles ([`Breaker::stats`]).
+#[derive(Debug, Clone)]
+pub struct BreakerStats {
+    /// State, failures in the window, time to the next probe.
+    pub status: BreakerStatus,
+    /// The config its last call carried (threshold, window, cooldown).
+    pub cfg: BreakerConfig,
+    /// Calls and failures per 5 s over the last two minutes, oldest first.
+    pub buckets: [(u32, u32); BUCKETS],
+    /// The last failure that counted.
+    pub last_failure: Option<LastFailure>,
+}
+
 /// A tool's circuit plus the config its last call carried, which
 /// [`Breaker::snapshot`] needs to read windows and cooldowns.
 #[derive(Debug)]
 struct Entry {
     circuit: Circuit,
     cfg: BreakerConfig,
+    buckets: CallBuckets,
+    last_failure: Option<LastFailure>,
 }
 
 /// The breaker stage: one [`Circuit`] per tool name.
@@ -394,6 +522,29 @@ impl Breaker {
         out
     }
 
+    /// Every tool's breaker that has seen a call with its traffic over the
+    /// last two minutes, sorted by tool name.
+    pub fn stats(&self) -> Vec<BreakerStats> {
+        let now = Instant::now();
+        let mut out: Vec<BreakerStats> = self
+            .lock()
+            .iter()
+            .map(|(tool, e)| BreakerStats {
+                status: BreakerStatus {
+                    tool: tool.clone(),
+                    state: e.circuit.state(),
+                    failures: e.circuit.failures_in_window(now, &e.cfg),
+                    retry_in: e.circuit.retry_in(now, &e.cfg),
+                },
+                cfg: e.cfg.clone(),
+                buckets: e.buckets.series(now),
+                last_failure: e.last_failure.clone(),
+            })
+            .collect();
+        out.sort_by(|a, b| a.status.tool.cmp(&b.status.tool));
+        out
+    }
+
     /// Closes `tool`'s breaker and clears its failures, for a person who
     /// knows the tool is healthy again. Returns false if the tool has no
     /// breaker yet (it has never been called).
@@ -420,14 +571,17 @@ impl Breaker {
     fn admit(&self, tool: &ToolName, cfg: &BreakerConfig) -> Result<Permit, Duration> {
         let admission = {
             let mut map = self.lock();
+            let now = Instant::now();
             let entry = map.entry(tool.clone()).or_insert_with(|| Entry {
                 circuit: Circuit::new(),
                 cfg: cfg.clone(),
+                buckets: CallBuckets::new(now),
+                last_failure: None,
             });
             if entry.cfg != *cfg {
                 entry.cfg = cfg.clone();
             }
-            entry.circuit.admit(Instant::now(), cfg)
+            entry.circuit.admit(now, cfg)
         };
         if let Some(t) = admission.transition {
             self.emit(tool.clone(), t);
@@ -435,11 +589,23 @@ impl Breaker {
         admission.permit
     }
 
-    fn complete(&self, tool: &ToolName, permit: Permit, verdict: Verdict, cfg: &BreakerConfig) {
-        let transition = self
-            .lock()
-            .get_mut(tool)
-            .and_then(|e| e.circuit.complete(permit, verdict, Instant::now(), cfg));
+    fn complete(&self, tool: &ToolName, permit: Permit, result: &CallResult, cfg: &BreakerConfig) {
+        let verdict = Verdict::of(result, cfg);
+        // Made outside the lock: only failures have one.
+        let failure = match verdict {
+            Verdict::Failure => LastFailure::of(result),
+            _ => None,
+        };
+        let transition = self.lock().get_mut(tool).and_then(|e| {
+            let now = Instant::now();
+            if verdict != Verdict::Neutral {
+                e.buckets.record(now, verdict == Verdict::Failure);
+            }
+            if failure.is_some() {
+                e.last_failure = failure;
+            }
+            e.circuit.complete(permit, verdict, now, cfg)
+        });
         if let Some(t) = transition {
             self.emit(tool.clone(), t);
         }
@@ -478,7 +644,7 @@ impl Breaker {
         };
         let result = next.run(call).await;
         if let Some(permit) = pass.permit.take() {
-            self.complete(&tool, permit, Verdict::of(&result), cfg);
+            self.complete(&tool, permit, &result, cfg);
         }
         result
     }

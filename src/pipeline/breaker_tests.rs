@@ -27,6 +27,7 @@ fn cfg(threshold: u32, probes: u32) -> BreakerConfig {
         window: WINDOW,
         cooldown: COOLDOWN,
         half_open_probes: probes,
+        count_is_error: false,
     }
 }
 
@@ -154,16 +155,57 @@ async fn opens_after_threshold_and_then_fails_fast() {
     assert_eq!(rig.transitions(), [(Closed, Open)]);
 }
 
+/// Issue 13, item 5: an `isError` result is the tool's answer to one call
+/// (a 404 page, a command exiting 1, "no such issue"); any agent can
+/// provoke it, so by default it says nothing about the tool's health.
 #[tokio::test(start_paused = true)]
-async fn a_result_the_tool_marked_as_error_counts() {
-    let rig = Rig::new();
+async fn a_result_the_tool_marked_as_error_does_not_count_by_default() {
+    let mut rig = Rig::new();
     let c = cfg(2, 1);
+    let script = Script::new((0..6).map(|_| Ok(ToolResult::error("boom"))).collect());
+    for _ in 0..6 {
+        assert!(rig.call("t", &c, &script).await.is_ok());
+    }
+    let status = rig.status("t").expect("seen");
+    assert_eq!((status.state, status.failures), (Closed, 0));
+    assert!(rig.transitions().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_result_the_tool_marked_as_error_counts_where_configured() {
+    let rig = Rig::new();
+    let c = BreakerConfig {
+        count_is_error: true,
+        ..cfg(2, 1)
+    };
     let script = Script::new(vec![
         Ok(ToolResult::error("boom")),
         Ok(ToolResult::error("boom")),
     ]);
     for _ in 0..2 {
         assert!(rig.call("t", &c, &script).await.is_ok());
+    }
+    assert_eq!(rig.state("t"), Some(Open));
+}
+
+/// Issue 13, item 5: five reads of missing files opened `fs_read`'s
+/// breaker for every agent. Errors of the caller's making never count;
+/// the same message as a failure of the tool itself does.
+#[tokio::test(start_paused = true)]
+async fn caller_errors_never_count_but_tool_failures_do() {
+    let rig = Rig::new();
+    let c = cfg(2, 1);
+    let missing = || fail(CallError::caller_error("`nope.txt` does not exist"));
+    let script = Script::new((0..6).map(|_| missing()).collect());
+    for _ in 0..6 {
+        assert!(rig.call("t", &c, &script).await.is_err());
+    }
+    let status = rig.status("t").expect("seen");
+    assert_eq!((status.state, status.failures), (Closed, 0));
+    let broken = || fail(CallError::tool_failed("`nope.txt` does not exist"));
+    let script = Script::new(vec![broken(), broken()]);
+    for _ in 0..2 {
+        assert!(rig.call("t", &c, &script).await.is_err());
     }
     assert_eq!(rig.state("t"), Some(Open));
 }
@@ -446,6 +488,7 @@ fn any_cfg() -> impl Strategy<Value = BreakerConfig> {
             window: Duration::from_secs(window),
             cooldown: Duration::from_secs(cooldown),
             half_open_probes: probes,
+            count_is_error: false,
         }
     })
 }

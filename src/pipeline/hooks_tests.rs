@@ -214,7 +214,7 @@ async fn after_hooks_skip_errors() {
     let script = Script::new(vec![fail(CallError::tool_failed("boom"))]);
     let mut call = simple_call(json!({}));
     let err = run_stage(&stage, &mut call, &script).await.unwrap_err();
-    assert!(matches!(&err, CallError::ToolFailed { message } if message == "boom"));
+    assert!(matches!(&err, CallError::ToolFailed { message, .. } if message == "boom"));
     assert_eq!(entries(&l), ["before:a"]);
 }
 

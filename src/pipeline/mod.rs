@@ -83,6 +83,10 @@ pub struct Call {
     /// the frames share: kept here rather than in each frame's future, so
     /// the futures that wrapping stages box stay small.
     starts: Vec<Instant>,
+    /// Keep a copy of what the tool returned (see [`Call::keep_raw`]).
+    keep_raw: bool,
+    /// What the tool's last attempt returned, before any stage changed it.
+    raw: Option<ToolResult>,
 }
 
 impl Call {
@@ -108,7 +112,17 @@ impl Call {
             notes: Vec::new(),
             trace: Vec::with_capacity(12),
             starts: Vec::with_capacity(12),
+            keep_raw: false,
+            raw: None,
         }
+    }
+
+    /// Keeps a copy of the tool's own output (the last attempt's, before
+    /// truncation, trust-wrapping and notices), returned in
+    /// [`CallParts::raw`]: for the console's "raw | as the model saw it".
+    /// Off by default, so the copy costs nothing unless someone keeps it.
+    pub fn keep_raw(&mut self) {
+        self.keep_raw = true;
     }
 
     /// The tool's name.
@@ -167,6 +181,7 @@ impl Call {
             notices: self.notices,
             notes: self.notes,
             trace: self.trace,
+            raw: self.raw,
         }
     }
 }
@@ -182,6 +197,9 @@ pub struct CallParts {
     pub notes: Vec<(StageName, String)>,
     /// Time per stage, innermost first.
     pub trace: Vec<(StageName, Duration)>,
+    /// The tool's own output, if [`Call::keep_raw`] asked for it and the
+    /// last attempt returned one.
+    pub raw: Option<ToolResult>,
 }
 
 /// How a stage takes part in a call, decided as the call reaches it.
@@ -286,6 +304,9 @@ impl<'a> Next<'a> {
                 call.executing = Some(started);
                 let result = call.tool.runner.call(args, &call.ctx).await;
                 call.executing = None;
+                if call.keep_raw {
+                    call.raw = result.as_ref().ok().cloned();
+                }
                 self.record(call, StageName::Execute, started);
                 break result;
             };

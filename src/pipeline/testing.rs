@@ -33,15 +33,9 @@ pub(crate) fn parts() -> Parts {
 
 /// A registered tool from a definition; runner answers "ran".
 pub(crate) fn registered(def: ToolDef) -> Arc<RegisteredTool> {
-    let schema =
-        CompiledSchema::compile(def.name.as_str(), &def.input_schema, false).expect("test schema");
     let runner: Arc<dyn Tool> =
         Arc::new(|_, _: &CallContext| async { Ok(ToolResult::text("ran")) }.boxed());
-    Arc::new(RegisteredTool {
-        def,
-        schema,
-        runner,
-    })
+    registered_with(def, runner)
 }
 
 /// A definition with the given JSON schema.
@@ -60,13 +54,34 @@ pub(crate) fn call_of(def: ToolDef, args: Value) -> Call {
 
 /// A call with explicit settings and session.
 pub(crate) fn call_with(def: ToolDef, args: Value, settings: ToolSettings, session: &str) -> Call {
+    call_on(registered(def), args, settings, session)
+}
+
+/// A call of a tool with its own runner (a built-in, say).
+pub(crate) fn call_on(
+    tool: Arc<RegisteredTool>,
+    args: Value,
+    settings: ToolSettings,
+    session: &str,
+) -> Call {
     let ctx = CallContext {
         call_id: 1,
         caller: Arc::new(Caller::via("test")),
         session: SessionId::new(session),
         state: SessionState::default(),
     };
-    Call::new(1, registered(def), args, ctx, Arc::new(settings))
+    Call::new(1, tool, args, ctx, Arc::new(settings))
+}
+
+/// A built tool (definition and runner) as the registry holds it.
+pub(crate) fn registered_with(def: ToolDef, runner: Arc<dyn Tool>) -> Arc<RegisteredTool> {
+    let schema =
+        CompiledSchema::compile(def.name.as_str(), &def.input_schema, false).expect("test schema");
+    Arc::new(RegisteredTool {
+        def,
+        schema,
+        runner,
+    })
 }
 
 /// A call of a tool `t` with an open schema.

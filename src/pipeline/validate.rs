@@ -7,7 +7,9 @@
 //! the tool itself only ever see well-formed arguments. On success each cast
 //! is recorded as a note of this stage and the call goes on with the cast
 //! arguments; on failure [`CallError::InvalidArgs`](crate::error::CallError)
-//! is returned and nothing further runs.
+//! is returned and nothing further runs. The tool's own rules beyond its
+//! schema ([`Tool::check`](crate::tool::Tool::check)) run here too, so a
+//! call that cannot run is refused before any person is asked about it.
 
 use super::{Call, Enter, Stage};
 use crate::events::StageName;
@@ -39,7 +41,10 @@ impl Stage for Validate {
                 for note in notes {
                     call.note(StageName::Validate, note.to_string());
                 }
-                Enter::Pass
+                match call.tool.runner.check(&call.args) {
+                    Ok(()) => Enter::Pass,
+                    Err(e) => Enter::Refuse(e),
+                }
             }
             Err(e) => Enter::Refuse(e),
         }
@@ -54,7 +59,7 @@ mod tests {
     use crate::error::CallError;
     use crate::events::EventBus;
     use crate::pipeline::testing::{
-        Script, call_of, def, fail, run_stage, run_stage_on, simple_call,
+        Script, call_of, call_on, def, fail, registered_with, run_stage, run_stage_on, simple_call,
     };
 
     fn schema() -> serde_json::Value {
@@ -105,6 +110,34 @@ mod tests {
             other => panic!("expected InvalidArgs, got {other:?}"),
         }
         assert_eq!(script.calls(), 0);
+    }
+
+    /// Issue 13, item 6: a header `http_fetch` cannot send is refused with
+    /// validation, before guards and policy, not after an approval.
+    #[tokio::test]
+    async fn a_tools_own_argument_rules_refuse_before_later_stages() {
+        let (def, runner) =
+            crate::builtin::http::tool(crate::guard::ssrf::SsrfConfig::default()).unwrap();
+        let tool = registered_with(def, runner);
+        let script = Script::new(vec![Ok(crate::tool::ToolResult::text("ran"))]);
+        let bad = json!({"url": "https://example.com/", "headers": {"Host": "x", "Ok": "y"}});
+        let mut call = call_on(tool.clone(), bad, Default::default(), "s1");
+        let result = run_stage(&Validate::new(), &mut call, &script).await;
+        let Err(CallError::InvalidArgs { problems, .. }) = result else {
+            panic!("expected InvalidArgs, got {result:?}");
+        };
+        assert_eq!(
+            problems[0].to_string(),
+            "argument `headers.Host`: header `host` cannot be set"
+        );
+        assert_eq!(script.calls(), 0);
+        let good = json!({"url": "https://example.com/", "headers": {"Accept": "a/b"}});
+        let mut call = call_on(tool, good, Default::default(), "s1");
+        assert!(
+            run_stage(&Validate::new(), &mut call, &script)
+                .await
+                .is_ok()
+        );
     }
 
     #[tokio::test]

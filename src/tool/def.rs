@@ -13,7 +13,7 @@ pub type JsonObject = serde_json::Map<String, serde_json::Value>;
 /// A tool name that obeys DESIGN.md's rule `^[A-Za-z0-9_-]{1,64}$` (the same
 /// rule MCP clients such as Claude enforce). Holding a `ToolName` proves the
 /// name was checked; cloning it is a reference-count bump.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, ts_rs::TS)]
 #[serde(transparent)]
 pub struct ToolName(Arc<str>);
 
@@ -95,7 +95,8 @@ impl fmt::Debug for ToolName {
 }
 
 /// Where a tool came from. Shown to people and used by policy rules.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, ts_rs::TS)]
+#[ts(type = "string")]
 pub enum Source {
     /// Compiled into toolgate.
     Builtin,
@@ -158,6 +159,7 @@ impl Serialize for Source {
     Serialize,
     Deserialize,
     schemars::JsonSchema,
+    ts_rs::TS,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Trust {
@@ -192,6 +194,7 @@ impl Trust {
     Deserialize,
     Default,
     schemars::JsonSchema,
+    ts_rs::TS,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Risk {
@@ -209,7 +212,7 @@ pub enum Risk {
 /// MCP tool annotations: hints from the tool's author, never trusted for
 /// security decisions (MCP spec: "clients MUST consider tool annotations to
 /// be untrusted unless they come from trusted servers").
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct Annotations {
     /// Human-readable title.
@@ -230,23 +233,32 @@ pub struct Annotations {
 }
 
 /// What kind of value a guarded parameter holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum GuardKind {
     /// A file-system path that must stay inside the configured roots.
     Path,
     /// A URL that must pass the SSRF guard.
     Url,
+    /// A shell command line: it must not steer toolgate itself
+    /// (`toolgate approve …`) nor name toolgate's own files.
+    Command,
 }
 
 /// A top-level argument the guard stage checks before policy runs, so an
 /// escape attempt is refused before anyone is asked to approve it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, ts_rs::TS)]
 pub struct ParamGuard {
     /// The argument's name.
     pub arg: String,
     /// What to check.
     pub kind: GuardKind,
+    /// What the tool uses when the argument is absent, checked as if the
+    /// caller had given it. Without it an absent optional argument is only
+    /// checked when the tool runs, after a person may have approved a call
+    /// that cannot run (issue 13, item 6: `shell_exec` with no roots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
 }
 
 /// Everything the pipeline and the UI need to know about a tool.
@@ -314,6 +326,19 @@ impl ToolDef {
         self.guards.push(ParamGuard {
             arg: arg.to_owned(),
             kind,
+            default: None,
+        });
+        self
+    }
+
+    /// Declares a guarded optional argument and the value the tool uses
+    /// when it is absent (`""` for a path: the first root), so the guard
+    /// checks that value before policy runs.
+    pub fn with_guard_default(mut self, arg: &str, kind: GuardKind, default: &str) -> Self {
+        self.guards.push(ParamGuard {
+            arg: arg.to_owned(),
+            kind,
+            default: Some(default.to_owned()),
         });
         self
     }

@@ -31,6 +31,19 @@ pub trait Tool: Send + Sync + 'static {
         args: Value,
         ctx: &'a CallContext,
     ) -> BoxFuture<'a, Result<ToolResult, CallError>>;
+
+    /// The tool's own argument rules beyond its schema (a header name the
+    /// HTTP client cannot send), checked by the validate stage with the
+    /// schema, before guards and policy: a call that cannot run is refused
+    /// before a person is asked to approve it (issue 13, item 6). Runs
+    /// again in effect when the tool does, so it must be cheap and pure.
+    ///
+    /// # Errors
+    /// [`CallError::InvalidArgs`] naming each argument that cannot work.
+    fn check(&self, args: &Value) -> Result<(), CallError> {
+        let _ = args;
+        Ok(())
+    }
 }
 
 impl<F> Tool for F

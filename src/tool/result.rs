@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::JsonObject;
 
 /// One part of a tool's output.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Content {
     /// Plain text.
@@ -80,7 +80,9 @@ impl Content {
 }
 
 /// A tool's output. `is_error` results are shown to the model (it can act on
-/// them) and count as failures for the circuit breaker.
+/// them); the circuit breaker counts them only where the tool's
+/// `BreakerConfig::count_is_error` says so (they are usually the tool's
+/// answer to one call, not a sign it is unhealthy).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolResult {

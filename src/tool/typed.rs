@@ -32,6 +32,16 @@ pub trait TypedTool: Send + Sync + 'static {
         def
     }
 
+    /// Argument rules beyond the schema, checked before policy; see
+    /// [`Tool::check`].
+    ///
+    /// # Errors
+    /// [`CallError::InvalidArgs`] naming each argument that cannot work.
+    fn check(&self, args: &Value) -> Result<(), CallError> {
+        let _ = args;
+        Ok(())
+    }
+
     /// Runs the tool with validated arguments.
     fn run(
         &self,
@@ -97,6 +107,10 @@ impl<T: TypedTool> Tool for Typed<T> {
                 })?;
             self.0.run(args, ctx).await
         })
+    }
+
+    fn check(&self, args: &Value) -> Result<(), CallError> {
+        self.0.check(args)
     }
 }
 

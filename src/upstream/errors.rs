@@ -18,11 +18,18 @@
 //! | JSON-RPC -32003..=-32099 (server-defined errors)     | `Upstream { 502 }`     | `upstream_5xx` |
 //! | JSON-RPC -32700 / -32600, MCP -32020..=-32022        | `Internal`             | `internal`     |
 //! | (toolgate sent something the server cannot read)     |                        |                |
-//! | any other JSON-RPC error (-32601, -32002, app codes) | `ToolFailed`           | `tool_failed`  |
+//! | JSON-RPC -32601 (the server cannot run a tool it listed) | `ToolFailed` (tool)  | `tool_failed`  |
+//! | any other JSON-RPC error (-32002, app codes)         | `ToolFailed` (caller)  | `tool_failed`  |
+//! | other rmcp failures (an unexpected reply)            | `ToolFailed` (tool)    | `tool_failed`  |
 //! | result with `isError: true`                          | `Ok(ToolResult { is_error: true })` | (result) |
 //!
 //! `isError` results are not errors of the call: the tool ran and its
-//! message is for the model (MCP spec), and the breaker still counts them.
+//! message is for the model (MCP spec). The breaker does not count them
+//! unless the server is configured with `breaker_counts_is_error = true`
+//! (`BreakerConfig::count_is_error`): a tool that answers "no such issue"
+//! is healthy, and counting such answers would let one agent switch the
+//! tool off for all. A JSON-RPC error with an application code is the same
+//! kind of deliberate answer to this one request ([`Fault::Caller`]).
 
 use std::time::Duration;
 
@@ -31,7 +38,7 @@ use rmcp::model::ErrorCode;
 use rmcp::service::ServiceError;
 use rmcp::transport::streamable_http_client::HttpStatusError;
 
-use crate::error::{ArgProblem, CallError};
+use crate::error::{ArgProblem, CallError, Fault};
 
 /// Why a server could not be started or connected. Recorded as the
 /// server's last error; never returned to an agent directly (its calls get
@@ -126,7 +133,8 @@ fn map_jsonrpc(tool: &str, e: ErrorData) -> CallError {
             status: 502,
             message,
         },
-        _ => CallError::tool_failed(message),
+        ErrorCode::METHOD_NOT_FOUND => CallError::tool_error(Fault::Tool, message),
+        _ => CallError::tool_error(Fault::Caller, message),
     }
 }
 
@@ -187,6 +195,21 @@ mod tests {
         assert_eq!(rpc(-32002), ErrorKind::ToolFailed);
         assert_eq!(rpc(-32601), ErrorKind::ToolFailed);
         assert_eq!(rpc(42), ErrorKind::ToolFailed);
+    }
+
+    fn fault(code: i32) -> Option<Fault> {
+        map_service_error(
+            "t",
+            ServiceError::McpError(ErrorData::new(ErrorCode(code), "m", None)),
+        )
+        .fault()
+    }
+
+    #[test]
+    fn deliberate_answers_are_the_callers_and_a_missing_method_the_servers() {
+        assert_eq!(fault(-32002), Some(Fault::Caller));
+        assert_eq!(fault(42), Some(Fault::Caller));
+        assert_eq!(fault(-32601), Some(Fault::Tool));
     }
 
     fn send_err(e: Box<dyn std::error::Error + Send + Sync>) -> CallError {

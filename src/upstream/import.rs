@@ -196,6 +196,7 @@ pub(crate) fn server_settings(defaults: &ToolSettings, spec: &ServerSpec) -> Opt
         && spec.max_retries.is_none()
         && spec.breaker_failure_threshold.is_none()
         && spec.breaker_cooldown.is_none()
+        && !spec.breaker_counts_is_error
     {
         return None;
     }
@@ -214,6 +215,7 @@ pub(crate) fn server_settings(defaults: &ToolSettings, spec: &ServerSpec) -> Opt
     if let Some(c) = spec.breaker_cooldown {
         s.breaker.cooldown = c;
     }
+    s.breaker.count_is_error |= spec.breaker_counts_is_error;
     Some(s)
 }
 
@@ -249,6 +251,14 @@ mod tests {
         assert_eq!(s.retry.max_retries, 0);
         assert_eq!(s.breaker.cooldown, Duration::from_secs(5));
         assert_eq!(s.breaker.failure_threshold, d.breaker.failure_threshold);
+        assert!(
+            !s.breaker.count_is_error,
+            "isError results do not count by default"
+        );
+        let mut sp = spec();
+        sp.breaker_counts_is_error = true;
+        let s = server_settings(&d, &sp).expect("an override");
+        assert!(s.breaker.count_is_error);
     }
 
     #[test]

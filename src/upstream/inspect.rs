@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 /// One kind of marker found in a description.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum InjectionFlag {
     /// An `<IMPORTANT>`-style tag (`<important>`, `<system>`, `<instructions>`).

@@ -1,8 +1,10 @@
 //! [`Upstreams`]: the set of configured servers, kept in line with the
 //! config.
 //!
-//! The daemon creates one at startup, calls [`Upstreams::apply`] with the
-//! enabled and disabled `ServerSpec`s (secrets already resolved), calls it
+//! The daemon creates one at startup, calls [`Upstreams::apply_configured`]
+//! with the enabled and disabled `ServerSpec`s as configured (it resolves
+//! their `keyring:` secrets, keeping a running server on its last good spec
+//! when a secret cannot be read, then calls [`Upstreams::apply`]), calls it
 //! again on every config reload, and calls [`Upstreams::shutdown`] before
 //! exiting. `apply` is a diff: new servers start, removed or disabled ones
 //! stop, changed ones restart, unchanged ones are not touched (their
@@ -16,12 +18,14 @@ use tokio::sync::{Mutex, mpsc};
 use tokio::task::JoinHandle;
 
 use super::pins::{PinError, PinRecord, PinStore};
+use super::status::ServerState;
 use super::status::ServerStatus;
-use super::stderr::StderrLog;
+use super::stderr::{StderrLog, StderrTail};
 use super::supervisor::{Control, StatusBoard, Supervisor};
 use super::transport::kill_group;
 use crate::config::servers::ServerSpec;
 use crate::engine::Engine;
+use crate::secrets::{SecretProblem, SecretStore, referenced_names, resolve_servers};
 
 /// Supervision tunables.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,6 +129,88 @@ impl Upstreams {
                 slot.insert(self.start(name, spec));
             }
         }
+        // A status left by a server that could not start (see
+        // `apply_configured`) goes once the server is not running.
+        for status in self.inner.board.all() {
+            if !running.contains_key(&status.server) {
+                self.inner.board.remove(&status.server);
+            }
+        }
+    }
+
+    /// Resolves the `keyring:` secrets of the configured `servers` from the
+    /// store `open` returns (called on a blocking thread, and only when a
+    /// server refers to a secret), then applies them. A running server
+    /// whose secrets cannot be read keeps running on the spec it was
+    /// started with; a new one is not started (see
+    /// [`crate::secrets::resolve_servers`]). Each problem is logged as one
+    /// line naming the server and the secret (never a value) and shown in
+    /// the server's status (`config_problem` while it runs on its last good
+    /// config, `failed` with the reason when it could not start); the
+    /// problems are returned too.
+    pub async fn apply_configured<F>(&self, servers: Vec<ServerSpec>, open: F) -> Vec<SecretProblem>
+    where
+        F: FnOnce() -> Box<dyn SecretStore> + Send + 'static,
+    {
+        if servers.iter().all(|s| referenced_names(s).is_empty()) {
+            self.apply(servers).await;
+            self.report(&[]);
+            return Vec::new();
+        }
+        let running = self.running_specs().await;
+        let resolved =
+            tokio::task::spawn_blocking(move || resolve_servers(servers, &*open(), &running)).await;
+        let resolved = match resolved {
+            Ok(r) => r,
+            Err(e) => {
+                // Nothing was decided: leave every server as it is.
+                tracing::error!(
+                    "resolving the servers' secrets failed ({e}); servers keep their current config"
+                );
+                return Vec::new();
+            }
+        };
+        for p in &resolved.problems {
+            tracing::error!("{p}");
+        }
+        self.apply(resolved.specs).await;
+        self.report(&resolved.problems);
+        resolved.problems
+    }
+
+    /// Shows `problems` in the servers' statuses and clears old ones.
+    fn report(&self, problems: &[SecretProblem]) {
+        for status in self.inner.board.all() {
+            if status.config_problem.is_some()
+                && !problems.iter().any(|p| *p.server == *status.server)
+            {
+                self.inner
+                    .board
+                    .update(&status.server, |s| s.config_problem = None);
+            }
+        }
+        for p in problems {
+            let name: Arc<str> = Arc::from(p.server.as_str());
+            let line = p.to_string();
+            self.inner.board.update(&name, |s| {
+                if p.kept {
+                    s.config_problem = Some(line);
+                } else {
+                    s.state = ServerState::Failed;
+                    s.last_error = Some(line);
+                }
+            });
+        }
+    }
+
+    /// The resolved spec each running server was started with, by name:
+    /// the last good config of each.
+    pub async fn running_specs(&self) -> HashMap<String, ServerSpec> {
+        let running = self.inner.running.lock().await;
+        running
+            .iter()
+            .map(|(name, r)| (name.to_string(), r.spec.clone()))
+            .collect()
     }
 
     /// Stops every server and waits until their processes are gone.
@@ -163,6 +249,43 @@ impl Upstreams {
         logs.get(server).map(StderrLog::lines)
     }
 
+    /// A stdio server's stderr lines numbered above `after` (lines are
+    /// numbered from 1 as they arrive, across restarts of the server).
+    pub fn stderr_since(&self, server: &str, after: u64) -> Option<StderrTail> {
+        let logs = self
+            .inner
+            .logs
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        logs.get(server).map(|l| l.since(after))
+    }
+
+    /// Stops `server` and starts it again with the same spec (a person's
+    /// "restart"); its stderr lines are kept. `None` if no server of that
+    /// name runs. Returns once the old process is gone and the new one is
+    /// starting (watch its status to see it ready).
+    pub async fn restart(&self, server: &str) -> Option<ServerStatus> {
+        let mut running = self.inner.running.lock().await;
+        let (name, r) = running.remove_entry(server)?;
+        let log = {
+            let logs = self
+                .inner
+                .logs
+                .read()
+                .unwrap_or_else(PoisonError::into_inner);
+            logs.get(&name).cloned()
+        };
+        let spec = r.spec.clone();
+        let restarts = self.inner.board.get(&name).map_or(0, |s| s.restarts);
+        self.stop(&name, r, self.inner.opts.stop_grace * 3).await;
+        let log = log.unwrap_or_else(|| StderrLog::new(self.inner.opts.stderr_lines));
+        running.insert(name.clone(), self.start_with(name.clone(), spec, log));
+        self.inner
+            .board
+            .update(&name, |s| s.restarts = restarts.saturating_add(1));
+        self.inner.board.get(&name)
+    }
+
     /// The pin store (for `toolgate pins` and the UI).
     pub fn pins(&self) -> &PinStore {
         &self.inner.pins
@@ -184,6 +307,10 @@ impl Upstreams {
 
     fn start(&self, name: Arc<str>, spec: ServerSpec) -> Running {
         let stderr = StderrLog::new(self.inner.opts.stderr_lines);
+        self.start_with(name, spec, stderr)
+    }
+
+    fn start_with(&self, name: Arc<str>, spec: ServerSpec, stderr: StderrLog) -> Running {
         {
             let mut logs = self
                 .inner

@@ -58,3 +58,4 @@ pub use manager::{UpstreamOptions, Upstreams};
 pub use naming::tool_name;
 pub use pins::{PinError, PinRecord, PinStatus, PinStore, PinVersion};
 pub use status::{ServerState, ServerStatus};
+pub use stderr::StderrTail;

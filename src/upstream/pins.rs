@@ -59,7 +59,7 @@ impl From<sqlx::Error> for PinError {
 }
 
 /// Whether a tool may be registered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum PinStatus {
     /// The offered version is the approved one.
@@ -90,7 +90,7 @@ impl FromStr for PinStatus {
 }
 
 /// One version of a tool as the model would see it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ts_rs::TS)]
 pub struct PinVersion {
     /// SHA-256 (hex) of description + canonical schema.
     pub hash: String,
@@ -122,7 +122,7 @@ impl PinVersion {
 }
 
 /// A pinned tool, with the version waiting for approval if any.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, ts_rs::TS)]
 pub struct PinRecord {
     /// The server's name.
     pub server: String,

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 /// The lifecycle of one server connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum ServerState {
     /// First connection attempt in progress.
@@ -36,7 +36,7 @@ impl ServerState {
 }
 
 /// One server's status.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ts_rs::TS)]
 pub struct ServerStatus {
     /// Its configured name.
     pub server: Arc<str>,
@@ -44,6 +44,10 @@ pub struct ServerStatus {
     pub state: ServerState,
     /// Why it last failed or exited, if it did.
     pub last_error: Option<String>,
+    /// Why the config file's version of this server is not the one in
+    /// force (a `keyring:` secret that could not be read on reload): it
+    /// runs on its last good config until the problem is fixed.
+    pub config_problem: Option<String>,
     /// Tools it contributes to the registry (quarantined ones excluded).
     pub tools: usize,
     /// Tools held back by pinning.
@@ -60,6 +64,7 @@ impl ServerStatus {
             server,
             state: ServerState::Starting,
             last_error: None,
+            config_problem: None,
             tools: 0,
             quarantined: 0,
             restarts: 0,

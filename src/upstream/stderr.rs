@@ -13,16 +13,59 @@ const MAX_LINE: usize = 4096;
 /// The ring. Cloning shares it.
 #[derive(Debug, Clone)]
 pub(crate) struct StderrLog {
-    lines: Arc<Mutex<VecDeque<String>>>,
+    lines: Arc<Mutex<Ring>>,
     cap: usize,
+}
+
+/// The kept lines and the number of the oldest: lines are numbered from 1
+/// as they arrive, so a reader can ask for what came after the last line
+/// it saw (the console's stderr tail) even as old lines drop out.
+#[derive(Debug)]
+struct Ring {
+    lines: VecDeque<String>,
+    first: u64,
+}
+
+/// Lines after a given line number ([`StderrLog::since`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StderrTail {
+    /// (line number, text), oldest first.
+    pub lines: Vec<(u64, String)>,
+    /// The number to ask after next time: the last line's, or `after` if
+    /// nothing new came.
+    pub next: u64,
+    /// Lines after `after` that are no longer kept.
+    pub skipped: u64,
 }
 
 impl StderrLog {
     /// A ring keeping the last `cap` lines.
     pub(crate) fn new(cap: usize) -> Self {
         Self {
-            lines: Arc::new(Mutex::new(VecDeque::with_capacity(cap.min(64)))),
+            lines: Arc::new(Mutex::new(Ring {
+                lines: VecDeque::with_capacity(cap.min(64)),
+                first: 1,
+            })),
             cap: cap.max(1),
+        }
+    }
+
+    /// The kept lines numbered above `after`, oldest first.
+    pub(crate) fn since(&self, after: u64) -> StderrTail {
+        let ring = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
+        let from = after.saturating_add(1).max(ring.first);
+        let skip = usize::try_from(from - ring.first).unwrap_or(usize::MAX);
+        let lines: Vec<(u64, String)> = ring
+            .lines
+            .iter()
+            .skip(skip)
+            .zip(from..)
+            .map(|(l, n)| (n, l.clone()))
+            .collect();
+        StderrTail {
+            next: lines.last().map_or(after, |(n, _)| *n),
+            skipped: ring.first.saturating_sub(after.saturating_add(1)),
+            lines,
         }
     }
 
@@ -36,23 +79,24 @@ impl StderrLog {
             line.truncate(cut);
             line.push_str(" [cut]");
         }
-        let mut lines = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
-        if lines.len() == self.cap {
-            lines.pop_front();
+        let mut ring = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
+        if ring.lines.len() == self.cap {
+            ring.lines.pop_front();
+            ring.first += 1;
         }
-        lines.push_back(line);
+        ring.lines.push_back(line);
     }
 
     /// The kept lines, oldest first.
     pub(crate) fn lines(&self) -> Vec<String> {
-        let lines = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
-        lines.iter().cloned().collect()
+        let ring = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
+        ring.lines.iter().cloned().collect()
     }
 
     /// The last line, for "exited: ..." messages.
     pub(crate) fn last(&self) -> Option<String> {
-        let lines = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
-        lines.back().cloned()
+        let ring = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
+        ring.lines.back().cloned()
     }
 
     /// Reads `src` line by line into the ring until EOF. Invalid UTF-8 is
@@ -91,6 +135,27 @@ mod tests {
             "{}",
             last.len()
         );
+    }
+
+    #[test]
+    fn lines_are_numbered_and_read_after_a_number() {
+        let log = StderrLog::new(3);
+        for l in ["a", "b", "c", "d", "e"] {
+            log.push(l.to_owned());
+        }
+        // Lines 1 and 2 dropped out of the ring.
+        let all = log.since(0);
+        assert_eq!(
+            all.lines,
+            [(3, "c".into()), (4, "d".into()), (5, "e".into())]
+        );
+        assert_eq!((all.next, all.skipped), (5, 2));
+        let tail = log.since(4);
+        assert_eq!(tail.lines, [(5, "e".into())]);
+        assert_eq!((tail.next, tail.skipped), (5, 0));
+        let none = log.since(5);
+        assert!(none.lines.is_empty());
+        assert_eq!((none.next, none.skipped), (5, 0));
     }
 
     #[tokio::test]

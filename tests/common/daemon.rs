@@ -40,7 +40,17 @@ impl TestDaemon {
     }
 
     pub(crate) async fn start_with(toml: &str, limits: ServerOptions) -> Self {
-        Self::start_in(tempfile::tempdir().unwrap(), toml, limits, false).await
+        Self::start_in(tempfile::tempdir().unwrap(), toml, limits, false, |_, _| {}).await
+    }
+
+    /// Like [`Self::start_with`], with a chance to change the config (its
+    /// roots, its path) once the temp dir exists.
+    pub(crate) async fn start_adjusted(
+        toml: &str,
+        limits: ServerOptions,
+        adjust: impl FnOnce(&mut Config, &std::path::Path),
+    ) -> Self {
+        Self::start_in(tempfile::tempdir().unwrap(), toml, limits, false, adjust).await
     }
 
     /// A daemon whose config is the file `config.toml` in its directory,
@@ -51,6 +61,7 @@ impl TestDaemon {
             toml,
             ServerOptions::default(),
             true,
+            |_, _| {},
         )
         .await
     }
@@ -60,7 +71,13 @@ impl TestDaemon {
         self.dir.path().join("config.toml")
     }
 
-    async fn start_in(dir: TempDir, toml: &str, limits: ServerOptions, watched: bool) -> Self {
+    async fn start_in(
+        dir: TempDir,
+        toml: &str,
+        limits: ServerOptions,
+        watched: bool,
+        adjust: impl FnOnce(&mut Config, &std::path::Path),
+    ) -> Self {
         let root = dir.path().join("root");
         std::fs::create_dir_all(&root).unwrap();
         let file = dir.path().join("config.toml");
@@ -71,6 +88,7 @@ impl TestDaemon {
             Config::parse(toml, std::path::Path::new("test.toml")).unwrap()
         };
         config.builtin.roots = vec![root.clone()];
+        adjust(&mut config, dir.path());
         let opts = ServeOptions {
             socket: dir.path().join("run/agent.sock"),
             data_dir: dir.path().join("data"),
@@ -129,6 +147,11 @@ impl TestDaemon {
 
     pub(crate) async fn raw(&self) -> Raw {
         Raw::connect(&self.socket).await
+    }
+
+    /// A raw client on the control socket.
+    pub(crate) async fn control(&self) -> Raw {
+        Raw::connect(&self.control_socket()).await
     }
 
     /// Stops the daemon; returns its directory (audit db at `data/audit.db`).

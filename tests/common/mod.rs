@@ -33,6 +33,7 @@ pub(crate) fn engine_adjusted(
     config.builtin.roots = vec![root.to_owned()];
     let env = Env {
         allowed_tools: allowed.map(str::to_owned),
+        ..Env::default()
     };
     engine_with(config, &env, adjust).expect("engine")
 }

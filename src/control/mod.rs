@@ -1,0 +1,217 @@
+//! The control service: everything a person can see and do, as one Rust
+//! API with no transport (DESIGN.md, "The console"; issue 14, item 1).
+//!
+//! The CLI's control socket and the console's HTTP API are two thin
+//! transports over one [`Control`]; each method maps onto one request,
+//! and each failure is a [`ControlError`] whose `code` the transport turns
+//! into a status.
+//!
+//! | concern | module |
+//! |---|---|
+//! | live stream: numbered events, resume, reload | [`stream`] |
+//! | snapshot consistent with a stream position | [`snapshot`] |
+//! | recent outputs, raw and as the model saw them | [`outputs`] |
+//! | call detail | [`calls`] |
+//! | audit queries and export | [`audit_query`] |
+//! | approve / deny / always, scope preview, rules | [`decisions`] |
+//! | breakers | [`breakers`] |
+//! | servers, stderr, pins | [`servers`] |
+//! | tools | [`tools`] |
+//! | what the UI sees (TypeScript bindings) | [`types`] |
+//!
+//! Wiring (the daemon, after building the engine and its upstreams, before
+//! serving, so every call of the run is in the stream and has its output
+//! kept):
+//!
+//! ```no_run
+//! # async fn demo(engine: toolgate::Engine, up: toolgate::upstream::Upstreams)
+//! #     -> Result<(), toolgate::control::ControlError> {
+//! use toolgate::control::{Control, EngineInfo, EngineMode};
+//! let info = EngineInfo::now(EngineMode::Serve, "/data", "/run/agent.sock", None);
+//! let control = Control::builder(engine, info).upstreams(up).start().await?;
+//! let snapshot = control.snapshot().await?;
+//! let mut events = control.subscribe(Some(snapshot.seq));
+//! # Ok(()) }
+//! ```
+
+pub mod audit_query;
+pub mod breakers;
+pub mod calls;
+pub mod decisions;
+mod error;
+pub mod outputs;
+pub mod servers;
+pub mod snapshot;
+pub mod stream;
+pub mod tools;
+pub mod types;
+
+use std::sync::Arc;
+
+pub use decisions::Decider;
+pub use error::ControlError;
+pub use outputs::{OutputLimits, RecentOutputs};
+pub use stream::{RING, Sequencer, StreamItem, Subscription};
+pub use types::{EngineInfo, EngineMode};
+
+use crate::Engine;
+use crate::upstream::Upstreams;
+
+impl EngineInfo {
+    /// This process's engine, started now.
+    pub fn now(
+        mode: EngineMode,
+        data_dir: impl AsRef<std::path::Path>,
+        agent_socket: impl AsRef<std::path::Path>,
+        http_url: Option<String>,
+    ) -> Self {
+        Self {
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            pid: std::process::id(),
+            started_ms: crate::audit::now_ms(),
+            data_dir: data_dir.as_ref().display().to_string(),
+            agent_socket: agent_socket.as_ref().display().to_string(),
+            http_url,
+            mode,
+        }
+    }
+}
+
+struct Inner {
+    engine: Engine,
+    upstreams: Option<Upstreams>,
+    info: EngineInfo,
+    seq: Sequencer,
+    outputs: RecentOutputs,
+    /// The newest audit row when the service started: rows above it are
+    /// this run's, whose call ids are unique.
+    first_row: i64,
+}
+
+/// The control service. Cloning shares it.
+#[derive(Clone)]
+pub struct Control {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Control {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Control")
+            .field("engine", &self.inner.info)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`Control`]; see [`Control::builder`].
+#[derive(Debug)]
+pub struct ControlBuilder {
+    engine: Engine,
+    upstreams: Option<Upstreams>,
+    info: EngineInfo,
+    limits: OutputLimits,
+    ring: usize,
+}
+
+impl ControlBuilder {
+    /// Also shows and steers these upstream servers and their pins.
+    pub fn upstreams(mut self, upstreams: Upstreams) -> Self {
+        self.upstreams = Some(upstreams);
+        self
+    }
+
+    /// Keeps recent outputs within these bounds instead of the defaults.
+    pub fn outputs(mut self, limits: OutputLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Keeps `cap` envelopes for resuming instead of [`RING`].
+    pub fn ring(mut self, cap: usize) -> Self {
+        self.ring = cap;
+        self
+    }
+
+    /// Starts numbering events and keeping outputs. Needs a tokio runtime.
+    ///
+    /// # Errors
+    /// The engine has a control service already (one per engine: it owns
+    /// the engine's output recorder), or the audit log cannot be read.
+    pub async fn start(self) -> Result<Control, ControlError> {
+        let outputs = RecentOutputs::new(self.limits);
+        if !self.engine.record_outputs(Arc::new(outputs.clone())) {
+            return Err(ControlError::Unavailable(
+                "this engine has a control service already; share a clone of it".into(),
+            ));
+        }
+        let first_row = match self.engine.audit() {
+            Some(audit) => {
+                audit.flush().await;
+                let (max,): (i64,) = sqlx::query_as("SELECT coalesce(max(id), 0) FROM calls")
+                    .fetch_one(audit.pool())
+                    .await?;
+                max
+            }
+            None => 0,
+        };
+        let seq = Sequencer::with_capacity(self.engine.events(), self.ring);
+        Ok(Control {
+            inner: Arc::new(Inner {
+                engine: self.engine,
+                upstreams: self.upstreams,
+                info: self.info,
+                seq,
+                outputs,
+                first_row,
+            }),
+        })
+    }
+}
+
+impl Control {
+    /// A builder for the control service of `engine`.
+    pub fn builder(engine: Engine, info: EngineInfo) -> ControlBuilder {
+        ControlBuilder {
+            engine,
+            upstreams: None,
+            info,
+            limits: OutputLimits::default(),
+            ring: RING,
+        }
+    }
+
+    /// The engine it steers.
+    pub fn engine(&self) -> &Engine {
+        &self.inner.engine
+    }
+
+    /// About the engine.
+    pub fn info(&self) -> &EngineInfo {
+        &self.inner.info
+    }
+
+    /// The live stream after `after` (`None`: from now on); see
+    /// [`stream`].
+    pub fn subscribe(&self, after: Option<u64>) -> Subscription {
+        self.inner.seq.subscribe(after)
+    }
+
+    /// How MCP clients connect to this engine.
+    pub fn connect(&self) -> types::ConnectInfo {
+        let info = &self.inner.info;
+        types::ConnectInfo {
+            mcp_servers: serde_json::json!({
+                "mcpServers": {"toolgate": {"command": "toolgate", "args": ["mcp-bridge"]}}
+            }),
+            agent_socket: info.agent_socket.clone(),
+            http_url: info.http_url.clone(),
+        }
+    }
+
+    /// The store of recent outputs.
+    pub fn outputs(&self) -> &RecentOutputs {
+        &self.inner.outputs
+    }
+}
+
+#[cfg(test)]
+mod testing;

@@ -1,0 +1,221 @@
+use std::sync::Arc;
+
+use futures::FutureExt;
+use serde_json::json;
+
+use super::*;
+use crate::config::Config;
+use crate::context::{CallContext, Caller, Session};
+use crate::tool::{JsonObject, Tool, ToolDef, ToolName, ToolResult};
+
+fn policy(version: u64) -> Event {
+    Event::PolicyReloaded { version }
+}
+
+/// The next item, which must be an event; its envelope.
+async fn event(sub: &mut Subscription) -> Arc<Envelope> {
+    match sub.next().await {
+        Some(StreamItem::Event(e)) => e,
+        other => panic!("expected an event, got {other:?}"),
+    }
+}
+
+/// The next item, which must be a reload, then the end.
+async fn reload(sub: &mut Subscription) -> u64 {
+    let seq = match sub.next().await {
+        Some(StreamItem::Reload(r)) => r.seq,
+        other => panic!("expected a reload, got {other:?}"),
+    };
+    assert!(sub.next().await.is_none(), "a reload ends the stream");
+    seq
+}
+
+fn version(e: &Envelope) -> u64 {
+    match e.event {
+        Event::PolicyReloaded { version } => version,
+        ref other => panic!("unexpected {other:?}"),
+    }
+}
+
+/// Emits `versions` one at a time, waiting (through `sub`, which so never
+/// falls behind even a small ring) until each is numbered.
+async fn emit_all(bus: &EventBus, sub: &mut Subscription, versions: std::ops::Range<u64>) {
+    for v in versions {
+        bus.emit(policy(v));
+        assert_eq!(version(&*event(sub).await), v);
+    }
+}
+
+#[tokio::test]
+async fn events_are_numbered_gap_free_from_one_in_order() {
+    let bus = EventBus::new();
+    let seq = Sequencer::start(&bus);
+    let mut sub = seq.subscribe(None);
+    for v in 0..300 {
+        bus.emit(policy(v));
+    }
+    for k in 0..300u64 {
+        let e = event(&mut sub).await;
+        assert_eq!((e.seq, version(&e)), (k + 1, k));
+        assert!(e.ts_ms > 0);
+    }
+    assert_eq!(seq.mark().seq, 300);
+}
+
+#[tokio::test]
+async fn a_subscriber_resumes_after_the_last_number_it_saw_then_follows_live() {
+    let bus = EventBus::new();
+    let seq = Sequencer::start(&bus);
+    let mut first = seq.subscribe(None);
+    emit_all(&bus, &mut first, 0..50).await;
+    let mut resumed = seq.subscribe(Some(20));
+    for n in 21..=50 {
+        assert_eq!(event(&mut resumed).await.seq, n);
+    }
+    bus.emit(policy(50));
+    assert_eq!(event(&mut resumed).await.seq, 51);
+    // Resuming at the newest number gives only what comes next.
+    let mut at_head = seq.subscribe(Some(51));
+    bus.emit(policy(51));
+    assert_eq!(event(&mut at_head).await.seq, 52);
+}
+
+#[tokio::test]
+async fn resuming_from_before_the_ring_or_after_the_newest_says_reload() {
+    let bus = EventBus::new();
+    let seq = Sequencer::with_capacity(&bus, 10);
+    let mut live = seq.subscribe(None);
+    emit_all(&bus, &mut live, 0..30).await;
+    // The ring holds 21..=30.
+    assert_eq!(reload(&mut seq.subscribe(Some(5))).await, 30);
+    assert_eq!(reload(&mut seq.subscribe(Some(19))).await, 30);
+    let mut edge = seq.subscribe(Some(20));
+    assert_eq!(event(&mut edge).await.seq, 21);
+    // A number from the future: the engine restarted and counts anew.
+    assert_eq!(reload(&mut seq.subscribe(Some(31))).await, 30);
+}
+
+#[tokio::test]
+async fn a_subscriber_that_falls_a_ring_behind_is_told_to_reload() {
+    let bus = EventBus::new();
+    let seq = Sequencer::with_capacity(&bus, 10);
+    let mut slow = seq.subscribe(None);
+    let mut fast = seq.subscribe(None);
+    emit_all(&bus, &mut fast, 0..5).await;
+    // The slow one reads a little, then falls behind by more than the ring.
+    assert_eq!(event(&mut slow).await.seq, 1);
+    emit_all(&bus, &mut fast, 5..40).await;
+    // Batched reads may hand out what was copied before the overrun; what
+    // follows is a reload, never a jump over the lost numbers.
+    let mut last = 1;
+    loop {
+        match slow.next().await {
+            Some(StreamItem::Event(e)) => {
+                assert_eq!(e.seq, last + 1, "no gap before the reload");
+                last = e.seq;
+            }
+            Some(StreamItem::Reload(r)) => {
+                assert_eq!(r.seq, 40);
+                break;
+            }
+            None => panic!("ended without a reload"),
+        }
+    }
+    assert!(
+        last < 31,
+        "events 2..=30 left the ring; {last} was handed out"
+    );
+    assert!(slow.next().await.is_none());
+}
+
+#[tokio::test]
+async fn a_sequencer_that_falls_behind_the_bus_makes_everyone_reload_never_a_silent_gap() {
+    // One thread: the sequencer task cannot run while this test emits, so
+    // more events than the bus holds overflow it.
+    let bus = EventBus::new();
+    let seq = Sequencer::start(&bus);
+    let mut from_start = seq.subscribe(Some(0));
+    let overflow = u64::try_from(EventBus::CAPACITY).unwrap_or(0) + 100;
+    for v in 0..overflow {
+        bus.emit(policy(v));
+    }
+    // Number 1 is the gap: whoever reaches it reloads.
+    assert!(reload(&mut from_start).await >= 1);
+    // A client that reloaded resumes after the gap and gets what the bus
+    // still held, numbered on without a hole.
+    let mut after_gap = seq.subscribe(Some(1));
+    let first = event(&mut after_gap).await;
+    assert_eq!(first.seq, 2);
+    assert_eq!(
+        version(&first),
+        overflow - u64::try_from(EventBus::CAPACITY).unwrap_or(0)
+    );
+    let second = event(&mut after_gap).await;
+    assert_eq!((second.seq, version(&second)), (3, version(&first) + 1));
+}
+
+fn echo() -> (ToolDef, Arc<dyn Tool>) {
+    let schema: JsonObject = serde_json::from_value(json!({"type": "object"})).unwrap_or_default();
+    let def = ToolDef::new(
+        ToolName::new("echo").unwrap_or_else(|e| panic!("{e}")),
+        "echo",
+        schema,
+    );
+    let tool: Arc<dyn Tool> = Arc::new(|_: serde_json::Value, _: &CallContext| {
+        async { Ok(ToolResult::text("hi")) }.boxed()
+    });
+    (def, tool)
+}
+
+#[tokio::test]
+async fn the_console_stream_carries_calls_arriving_and_finishing_but_no_stage_events() {
+    let engine = crate::Engine::builder(Config::default()).build();
+    let (def, tool) = echo();
+    engine
+        .registry()
+        .register(def, tool)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let seq = Sequencer::start(engine.events());
+    let mut sub = seq.subscribe(None);
+    // Only the console listens: no per-stage trace is built at all.
+    assert!(!engine.events().is_watched());
+    assert!(engine.events().follows_calls());
+    let session = Session::new("s", Caller::via("test"));
+    let reply = engine.call(&session, "echo", json!({})).await;
+    assert!(reply.result.is_ok());
+    let received = event(&mut sub).await;
+    assert!(
+        matches!(received.event, Event::CallReceived { .. }),
+        "{received:?}"
+    );
+    let finished = event(&mut sub).await;
+    assert!(
+        matches!(finished.event, Event::CallFinished { .. }),
+        "{finished:?}"
+    );
+    assert_eq!(seq.mark().calls_total, 1);
+    // A full subscriber still gets the stages; the console still does not.
+    let mut all = engine.subscribe();
+    engine.call(&session, "echo", json!({"n": 1})).await;
+    let mut stages = 0;
+    while let Ok(e) = all.try_recv() {
+        stages += usize::from(matches!(e, Event::CallStage { .. }));
+    }
+    assert!(stages > 5, "the full stream has the stages");
+    for _ in 0..2 {
+        let e = event(&mut sub).await;
+        assert!(!matches!(e.event, Event::CallStage { .. }), "{e:?}");
+    }
+    assert_eq!(seq.mark().calls_total, 2);
+}
+
+#[tokio::test]
+async fn the_stream_ends_once_the_engine_is_gone_and_its_events_were_read() {
+    let bus = EventBus::new();
+    let seq = Sequencer::start(&bus);
+    let mut sub = seq.subscribe(None);
+    bus.emit(policy(7));
+    drop(bus);
+    assert_eq!(version(&*event(&mut sub).await), 7);
+    assert!(sub.next().await.is_none());
+}

@@ -1,0 +1,537 @@
+//! Every type the console sees, as the control service returns it and as
+//! the UI reads it. Each derives [`ts_rs::TS`]; `cargo test` checks that
+//! `ui/src/bindings/` holds exactly what these generate (the drift test at
+//! the bottom; `UPDATE_BINDINGS=1 cargo test --lib bindings` rewrites
+//! them), so the UI cannot drift from the engine unnoticed.
+//!
+//! Integers: ids, sequence numbers, times and sizes are `number` in
+//! TypeScript, not `bigint` (the generator is configured with
+//! `TS_RS_LARGE_INT=number` semantics, see [`ts_config`]): every one of
+//! them stays far below 2^53 (unix ms, µs of one call, row ids), and JSON
+//! parses them as numbers anyway.
+//!
+//! Engine types the console shows as they are ([`Event`],
+//! [`ApprovalRequest`], [`RememberedRule`], [`ServerStatus`],
+//! [`PinRecord`], ...) derive `TS` where they are defined.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use ts_rs::TS;
+
+use crate::approval::{ApprovalRequest, RememberedRule};
+use crate::error::ErrorKind;
+use crate::events::{BreakerState, Event};
+use crate::tool::{Annotations, Content, ParamGuard, Risk, Trust};
+use crate::upstream::{InjectionFlag, PinRecord, ServerStatus};
+
+/// One event of the live stream, numbered.
+#[derive(Debug, Clone, Serialize, TS)]
+pub struct Envelope {
+    /// Gap-free from 1 for the life of the engine.
+    pub seq: u64,
+    /// When the control service stamped it, unix ms.
+    pub ts_ms: i64,
+    /// The event.
+    pub event: Event,
+}
+
+/// The stream's "you fell behind": fetch a snapshot and resubscribe from
+/// its `seq`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+pub struct Reload {
+    /// The newest sequence number when the stream ended.
+    pub seq: u64,
+}
+
+/// How the engine runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum EngineMode {
+    /// `toolgate serve`, headless.
+    Serve,
+    /// Inside the desktop app.
+    Desktop,
+}
+
+/// What the header shows about the engine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct EngineInfo {
+    /// toolgate's version.
+    pub version: String,
+    /// The engine's process id.
+    pub pid: u32,
+    /// When it started, unix ms.
+    pub started_ms: i64,
+    /// Its data directory (audit log, approvals, pins).
+    pub data_dir: String,
+    /// The agent socket agents connect to.
+    pub agent_socket: String,
+    /// The localhost MCP endpoint, if on.
+    pub http_url: Option<String>,
+    /// Headless or desktop.
+    pub mode: EngineMode,
+}
+
+/// The header's counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, TS)]
+pub struct Counters {
+    /// Approval requests waiting.
+    pub pending: u64,
+    /// Breakers open or half-open.
+    pub open_breakers: u64,
+    /// Upstream tools held back by pinning.
+    pub quarantined: u64,
+    /// Upstream servers not ready.
+    pub servers_down: u64,
+    /// Calls finished since the engine started, exact at the snapshot's
+    /// `seq` (each later `call_finished` adds one).
+    pub calls_total: u64,
+    /// Of those, the ones that failed or whose tool reported an error.
+    pub calls_failed: u64,
+}
+
+/// The last failure that counted against a breaker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct LastError {
+    /// Its class.
+    pub kind: ErrorKind,
+    /// Its message, at most 300 bytes.
+    pub message: String,
+    /// When, unix ms.
+    pub at_ms: i64,
+}
+
+/// One breaker tile.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct BreakerView {
+    /// The tool.
+    pub tool: String,
+    /// Closed, open or half-open.
+    pub state: BreakerState,
+    /// Failures counted inside the window.
+    pub failures: u32,
+    /// Failures in the window that open it.
+    pub threshold: u32,
+    /// The failure window, seconds.
+    pub window_s: u64,
+    /// How long an open breaker waits before a probe, seconds.
+    pub cooldown_s: u64,
+    /// Calls that reached the tool in the last two minutes.
+    pub calls: u32,
+    /// Of those, the share that failed, 0-100 (0 without calls).
+    pub error_pct: f64,
+    /// Time until an open breaker admits a probe.
+    pub retry_in_ms: Option<u64>,
+    /// The last failure that counted.
+    pub last_error: Option<LastError>,
+    /// Calls per 5 s over the last two minutes, oldest first (24 values).
+    pub spark: Vec<u32>,
+    /// Failures per 5 s, aligned with `spark`.
+    pub spark_failed: Vec<u32>,
+}
+
+/// Whether an agent can see and call a tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolState {
+    /// Listed and callable.
+    Active,
+    /// An upstream tool held back until a person approves its change.
+    Quarantined,
+    /// Hidden by the allowlist or denylist.
+    Denied,
+}
+
+/// One row of the Tools view.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct ToolSummary {
+    /// Registry name.
+    pub name: String,
+    /// First line of the description.
+    pub summary: String,
+    /// `builtin`, `mcp:SERVER`, ...
+    pub source: String,
+    /// How far its output is trusted.
+    pub trust: Trust,
+    /// Its risk before argument rules (as the policy sees the name).
+    pub risk: Risk,
+    /// Active, quarantined or denied.
+    pub state: ToolState,
+    /// Why it is denied (`matches deny pattern ...`).
+    pub denied_by: Option<String>,
+    /// MCP annotations (hints, never trusted).
+    pub annotations: Annotations,
+}
+
+/// One tool in full.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct ToolDetail {
+    /// As listed.
+    pub summary: ToolSummary,
+    /// The whole description the model reads.
+    pub description: String,
+    /// Its input schema.
+    pub input_schema: Value,
+    /// Its output schema, if declared.
+    pub output_schema: Option<Value>,
+    /// Arguments checked by the path and SSRF guards.
+    pub guards: Vec<ParamGuard>,
+    /// The pin of an upstream tool (hash of description + schema).
+    pub pin: Option<PinRecord>,
+}
+
+/// The policy at a glance (the editor reads the full document).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct PolicySummary {
+    /// Bumped on every change.
+    pub version: u64,
+    /// The preset's name.
+    pub preset: String,
+    /// Allow patterns; `None` when no allowlist is set.
+    pub allowed_tools: Option<Vec<String>>,
+    /// Deny patterns.
+    pub denied_tools: Vec<String>,
+    /// Configured argument and verdict rules.
+    pub rules_count: u64,
+    /// Remembered decisions not revoked.
+    pub remembered_count: u64,
+}
+
+/// One audited call, without its arguments or output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct CallSummary {
+    /// Audit row id (the key for paging).
+    pub id: i64,
+    /// Engine call id (unique within one run of the engine).
+    pub call_id: i64,
+    /// Arrival, unix ms.
+    pub ts_ms: i64,
+    /// Tool name as requested.
+    pub tool: String,
+    /// Who called, in words (`socket client claude uid 1000 pid 42`).
+    pub caller: String,
+    /// Session id.
+    pub session: String,
+    /// `allowed` (the tool ran) or `refused`.
+    pub decision: String,
+    /// `ok`, `tool_error` or `error`.
+    pub outcome: String,
+    /// The error class, for `error`.
+    pub error_kind: Option<String>,
+    /// The message the agent got, for `error`.
+    pub error_message: Option<String>,
+    /// Time in the pipeline, µs.
+    pub elapsed_us: i64,
+    /// `[stage, µs]`, innermost first (each includes what it wrapped).
+    pub stages: Vec<(String, u64)>,
+    /// Output size in bytes after truncation.
+    pub output_size: i64,
+}
+
+/// A call's output, kept for a while after it finished.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct OutputView {
+    /// What the tool returned (its last attempt), before truncation and
+    /// trust-wrapping; `None` if no tool ran (a hook answered).
+    pub raw: Option<Vec<Content>>,
+    /// What the agent got: truncated, trust-wrapped, with toolgate's
+    /// notices.
+    pub seen: Vec<Content>,
+    /// The output was cut to the size limit.
+    pub truncated: bool,
+    /// The output was trust-wrapped.
+    pub wrapped: bool,
+    /// The tool marked its result as an error.
+    pub is_error: bool,
+}
+
+/// Everything about one call.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct CallDetail {
+    /// As in lists.
+    pub summary: CallSummary,
+    /// The arguments as the pipeline ended with them, secrets redacted.
+    pub args: Value,
+    /// The policy's verdict (`allow`, `ask`, `deny`), if it got that far.
+    pub verdict: Option<String>,
+    /// The rule that decided (`preset:default`, `policy.rules[0]`,
+    /// `always-allow rule #3`), from the policy's note.
+    pub rule: Option<String>,
+    /// What each stage did, in words: `[stage, note]`.
+    pub notes: Vec<(String, String)>,
+    /// The approval request the call waited on, if any.
+    pub approval: Option<ApprovalRequest>,
+    /// Its output, raw and as seen, while kept.
+    pub output: Option<OutputView>,
+    /// Why `output` is missing.
+    pub output_missing: Option<String>,
+}
+
+/// A page of the audit log, newest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct AuditPage {
+    /// The rows.
+    pub rows: Vec<CallSummary>,
+    /// Pass as `before` for the next (older) page; `None` at the end.
+    pub next_before: Option<i64>,
+}
+
+/// Filters of an audit query; every one optional.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuditQuery {
+    /// A tool name, or a glob (`fs_*`, `git__?`).
+    #[ts(optional)]
+    pub tool: Option<String>,
+    /// Text the caller description contains (case-insensitive).
+    #[ts(optional)]
+    pub caller: Option<String>,
+    /// `ok`, `tool_error`, `error`, or an error class (`denied`,
+    /// `timeout`, ...).
+    #[ts(optional)]
+    pub outcome: Option<String>,
+    /// Calls that arrived at or after this, unix ms.
+    #[ts(optional)]
+    pub since_ms: Option<i64>,
+    /// Calls that arrived before this, unix ms.
+    #[ts(optional)]
+    pub until_ms: Option<i64>,
+    /// Rows with an id below this (the previous page's `next_before`).
+    #[ts(optional)]
+    pub before: Option<i64>,
+    /// Rows per page, 1-500 (default 100).
+    #[ts(optional)]
+    pub limit: Option<u32>,
+}
+
+/// Export formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum ExportFormat {
+    /// One JSON object per line.
+    Jsonl,
+    /// Comma-separated, with a header row.
+    Csv,
+}
+
+/// "Always" with a decision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(deny_unknown_fields)]
+pub struct AlwaysInput {
+    /// SCOPE text (`tool`, `caller`, `/path:path=~/proj/**`, ...).
+    pub scope: String,
+    /// Forget the rule after this many seconds; none = until revoked.
+    #[ts(optional)]
+    pub ttl_s: Option<u64>,
+}
+
+/// Body of "approve".
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(default, deny_unknown_fields)]
+pub struct ApproveInput {
+    /// Also allow matching calls from now on.
+    #[ts(optional)]
+    pub always: Option<AlwaysInput>,
+}
+
+/// Body of "deny".
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(default, deny_unknown_fields)]
+pub struct DenyInput {
+    /// Passed to the agent.
+    #[ts(optional)]
+    pub reason: Option<String>,
+    /// Also deny matching calls from now on.
+    #[ts(optional)]
+    pub always: Option<AlwaysInput>,
+}
+
+/// A decision as made.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct DecidedView {
+    /// The request, now closed.
+    pub request: ApprovalRequest,
+    /// The remembered rule made with it.
+    pub rule: Option<RememberedRule>,
+    /// Who decided, in words.
+    pub decided_by: String,
+}
+
+/// What an "always" scope would cover, before anyone confirms it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct ScopePreview {
+    /// The scope with "this" spelled out (`tool=fs_write,/path:path=...`).
+    pub text: String,
+    /// It covers the request being decided (a scope that does not is
+    /// refused when deciding).
+    pub covers_request: bool,
+    /// The same in words a person reads.
+    pub words: String,
+    /// Why it cannot be used, if it cannot.
+    pub problem: Option<String>,
+}
+
+/// A request with the context a person decides on.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct ApprovalDetail {
+    /// The request (arguments redacted).
+    pub request: ApprovalRequest,
+    /// The same caller's last calls of this tool, newest first.
+    pub caller_recent: Vec<CallSummary>,
+}
+
+/// A remembered rule with its use.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct RuleView {
+    /// The rule.
+    pub rule: RememberedRule,
+    /// In force now (not expired).
+    pub active: bool,
+    /// Calls it matched since the engine started (kept in memory).
+    pub hits: u64,
+    /// When it last matched one, unix ms.
+    pub last_used_ms: Option<i64>,
+    /// Its scope in words.
+    pub words: String,
+}
+
+/// Answer of a breaker reset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+pub struct ResetResult {
+    /// False when the tool had no breaker yet (never called).
+    pub reset: bool,
+}
+
+/// One stderr line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct StderrLine {
+    /// Its number, from 1 since the server was first started.
+    pub n: u64,
+    /// The text (at most 4 KiB).
+    pub text: String,
+}
+
+/// A server's stderr after a line number.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct StderrPage {
+    /// Lines, oldest first.
+    pub lines: Vec<StderrLine>,
+    /// Pass as `after` next time.
+    pub next: u64,
+    /// Lines after `after` that are no longer kept.
+    pub skipped: u64,
+}
+
+/// One version of a pinned tool.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct PinSide {
+    /// What the model reads.
+    pub description: String,
+    /// What its arguments must fit.
+    pub schema: Value,
+}
+
+/// A quarantined tool, both versions for a diff.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct PinDiff {
+    /// The pin.
+    pub pin: PinRecord,
+    /// The approved version (none if the first version was flagged).
+    pub pinned: Option<PinSide>,
+    /// The version the server offers now.
+    pub current: Option<PinSide>,
+    /// Injection markers in the offered description.
+    pub flags: Vec<InjectionFlag>,
+}
+
+/// The whole console state at one sequence number.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct Snapshot {
+    /// Apply stream events with a greater `seq` (see `control::snapshot`).
+    pub seq: u64,
+    /// About the engine.
+    pub engine: EngineInfo,
+    /// The header's counters.
+    pub counters: Counters,
+    /// Waiting approval requests, soonest expiry first.
+    pub pending: Vec<ApprovalRequest>,
+    /// The last 50 closed requests, newest first.
+    pub recent_approvals: Vec<ApprovalRequest>,
+    /// Breakers of tools that have been called, by tool name.
+    pub breakers: Vec<BreakerView>,
+    /// Upstream servers.
+    pub servers: Vec<ServerStatus>,
+    /// Quarantined upstream tools.
+    pub quarantined: Vec<PinRecord>,
+    /// Every tool, active, quarantined or denied.
+    pub tools: Vec<ToolSummary>,
+    /// The policy at a glance.
+    pub policy: PolicySummary,
+    /// The newest 500 calls, newest first.
+    pub recent_calls: Vec<CallSummary>,
+}
+
+/// How to connect an MCP client to this engine (Settings, copy buttons).
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct ConnectInfo {
+    /// The `mcpServers` entry for stdio clients (Claude Desktop, Cursor,
+    /// ...): toolgate's bridge relays stdio to the agent socket.
+    pub mcp_servers: Value,
+    /// The agent socket, for clients that open a Unix socket.
+    pub agent_socket: String,
+    /// The localhost streamable-HTTP endpoint, if on. Its bearer token is
+    /// not shown here: it is in the `0600` file beside the socket.
+    pub http_url: Option<String>,
+}
+
+/// An error as the console receives it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct ErrorBody {
+    /// `not_found`, `stale`, `invalid`, `unavailable`, `internal` (and the
+    /// transport's `unauthorized`, `forbidden`).
+    pub code: String,
+    /// What happened and what to do.
+    pub message: String,
+    /// The field an `invalid` error is about.
+    pub field: Option<String>,
+}
+
+/// How bindings are generated: integers as `number` (see the module
+/// docs), files written flat into the export directory.
+pub fn ts_config() -> ts_rs::Config {
+    ts_rs::Config::new().with_large_int("number")
+}
+
+/// Writes the TypeScript of every console type (and what they use) into
+/// `dir`, one file per type.
+///
+/// # Errors
+/// A file could not be written.
+pub fn export_bindings(dir: &std::path::Path) -> Result<(), ts_rs::ExportError> {
+    let cfg = ts_config().with_out_dir(dir);
+    Envelope::export_all(&cfg)?;
+    Reload::export_all(&cfg)?;
+    Snapshot::export_all(&cfg)?;
+    CallDetail::export_all(&cfg)?;
+    AuditPage::export_all(&cfg)?;
+    AuditQuery::export_all(&cfg)?;
+    ExportFormat::export_all(&cfg)?;
+    ApproveInput::export_all(&cfg)?;
+    DenyInput::export_all(&cfg)?;
+    DecidedView::export_all(&cfg)?;
+    ScopePreview::export_all(&cfg)?;
+    ApprovalDetail::export_all(&cfg)?;
+    RuleView::export_all(&cfg)?;
+    ResetResult::export_all(&cfg)?;
+    StderrPage::export_all(&cfg)?;
+    PinDiff::export_all(&cfg)?;
+    ToolDetail::export_all(&cfg)?;
+    ErrorBody::export_all(&cfg)?;
+    ConnectInfo::export_all(&cfg)?;
+    super::decisions::Decider::export_all(&cfg)?;
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "types_tests.rs"]
+mod tests;
