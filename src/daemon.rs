@@ -108,6 +108,19 @@ impl ServeOptions {
         crate::paths::beside(&self.socket, ".http")
     }
 
+    /// The engine of `data_dir`, everything else at its default: the
+    /// agent socket in the runtime dir (see [`crate::paths::RuntimeEnv`]),
+    /// or in `data_dir` without one.
+    pub fn for_data_dir(data_dir: PathBuf) -> Self {
+        Self {
+            socket: crate::paths::RuntimeEnv::from_process()
+                .toolgate_dir(&data_dir)
+                .join("agent.sock"),
+            data_dir,
+            ..Self::defaults()
+        }
+    }
+
     /// The console bearer token for non-browser clients (`0600`):
     /// `console.token` in the data directory.
     pub fn console_token_file(&self) -> PathBuf {
@@ -169,6 +182,46 @@ pub enum DaemonError {
         /// The error.
         source: std::io::Error,
     },
+}
+
+/// Everything a host of the engine (`toolgate serve`, the desktop app)
+/// starts it from, so both start the very same daemon: the config as
+/// loaded, the file to watch for edits, and what the host's own settings
+/// add to every reloaded config.
+pub struct Launch {
+    /// The config as loaded (with the host's overrides applied).
+    pub config: Config,
+    /// The config file to watch; `None` watches nothing.
+    pub config_file: Option<PathBuf>,
+    /// Where the daemon puts things.
+    pub opts: ServeOptions,
+    /// Re-applies the host's settings to each reloaded config.
+    pub overrides: Overrides,
+}
+
+impl std::fmt::Debug for Launch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Launch")
+            .field("config_file", &self.config_file)
+            .field("opts", &self.opts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Launch {
+    /// Starts the daemon ([`Daemon::start`]) and watches the config file
+    /// ([`Daemon::watch_config`]). Serve it with [`Daemon::run`]; cancelling
+    /// the token given there stops it.
+    ///
+    /// # Errors
+    /// See [`DaemonError`].
+    pub async fn start(self) -> Result<Daemon, DaemonError> {
+        let mut daemon = Daemon::start(self.config.clone(), &self.opts).await?;
+        if let Some(path) = &self.config_file {
+            daemon.watch_config(path, self.config, self.overrides)?;
+        }
+        Ok(daemon)
+    }
 }
 
 pub use crate::discovery::ConsoleLocation;

@@ -18,7 +18,6 @@ use clap::{Parser, Subcommand};
 use toolgate::config::Config;
 use toolgate::daemon::ServeOptions;
 use toolgate::discovery::{self, Located};
-use toolgate::paths::RuntimeEnv;
 
 /// See the note on `mimalloc` in Cargo.toml.
 #[global_allocator]
@@ -321,9 +320,7 @@ fn data_dir(cli: &Cli, config: Option<&Config>) -> PathBuf {
 /// The agent socket an engine of `data_dir` listens on unless told
 /// otherwise: in the runtime dir, or in the data dir without one.
 fn default_socket(data_dir: &Path) -> PathBuf {
-    RuntimeEnv::from_process()
-        .toolgate_dir(data_dir)
-        .join("agent.sock")
+    ServeOptions::for_data_dir(data_dir.to_owned()).socket
 }
 
 /// Daemon paths from the flags over the config and the XDG defaults.

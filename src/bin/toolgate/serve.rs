@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
 use toolgate::config::watch::Overrides;
 
-use toolgate::daemon::{Daemon, DaemonError};
+use toolgate::daemon::{DaemonError, Launch};
 use toolgate::discovery;
 use toolgate::spawn::SpawnPlan;
 
@@ -30,7 +30,21 @@ pub(crate) async fn serve(
     // Handlers are installed before the ready line, so a supervisor that
     // signals right after reading it gets a clean shutdown.
     let signals = Signals::install().context("cannot install signal handlers")?;
-    let mut daemon = match Daemon::start(config.clone(), &opts).await {
+    let (roots, strict) = (cli.roots.clone(), config.strict);
+    let overrides: Overrides = Box::new(move |c| {
+        c.builtin.roots.extend(roots.iter().cloned());
+        c.strict |= strict;
+    });
+    let launch = Launch {
+        config,
+        config_file: cli
+            .config
+            .clone()
+            .or_else(toolgate::paths::default_config_file),
+        opts: opts.clone(),
+        overrides,
+    };
+    let mut daemon = match launch.start().await {
         // Spawned by a bridge that raced another starter: the data dir has
         // its engine, which is all the bridge wanted.
         Err(DaemonError::Owned { data_dir, pid }) if detach => {
@@ -50,18 +64,6 @@ pub(crate) async fn serve(
             dir.display()
         );
         daemon.set_ui_dir(dir);
-    }
-    if let Some(path) = cli
-        .config
-        .clone()
-        .or_else(toolgate::paths::default_config_file)
-    {
-        let (roots, strict) = (cli.roots.clone(), config.strict);
-        let overrides: Overrides = Box::new(move |c| {
-            c.builtin.roots.extend(roots.iter().cloned());
-            c.strict |= strict;
-        });
-        daemon.watch_config(&path, config, overrides)?;
     }
     // Whoever started us may close our stdout after the ready line; that
     // must never take the daemon down (println! would panic).

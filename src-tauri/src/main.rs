@@ -1,0 +1,5 @@
+//! `toolgate-desktop`: see the library.
+
+fn main() {
+    toolgate_desktop::run();
+}

@@ -1,0 +1,220 @@
+//! The parts of the console API's JSON the shell reads (console-design.md:
+//! snapshot, stream envelopes) and the decision it posts.
+//!
+//! Own `Deserialize` structs rather than the engine's types: the engine's
+//! `Event` and `ApprovalRequest` are `Serialize` only, and the shell needs a
+//! handful of fields. Unknown fields and event types are ignored, so the
+//! console can grow without breaking the shell.
+
+use serde::{Deserialize, Serialize};
+pub use toolgate::tool::Risk;
+
+/// The fields of `GET /api/snapshot` the shell uses.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Snapshot {
+    /// Stream events with a greater `seq` apply on top of it.
+    pub seq: u64,
+    /// Waiting approval requests.
+    #[serde(default)]
+    pub pending: Vec<Request>,
+}
+
+/// A waiting approval request: from the snapshot's `pending` or from an
+/// `approval_requested` event (which names the caller as text, the snapshot
+/// as an object; see [`Request::caller`]).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Request {
+    /// What the decision routes take.
+    pub id: i64,
+    /// The waiting call.
+    pub call_id: i64,
+    /// The tool.
+    pub tool: String,
+    /// The call's risk.
+    pub risk: Risk,
+    /// Why it asks, in words. Never shown in notifications: a rule's reason
+    /// may quote an argument.
+    #[serde(default)]
+    pub reason: String,
+    /// Who asks: the event's text, or the snapshot's caller object.
+    #[serde(default, deserialize_with = "caller_text")]
+    pub caller: String,
+    /// Unix ms when it is denied automatically.
+    pub expires_ms: i64,
+}
+
+/// One item of `GET /api/events`: `{seq, ts_ms, event}`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Envelope {
+    /// Gap-free sequence number.
+    pub seq: u64,
+    /// When the engine stamped it.
+    #[serde(default)]
+    pub ts_ms: i64,
+    /// The event.
+    pub event: Event,
+}
+
+/// The events the shell acts on; every other type is [`Event::Other`].
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// A call waits for a person.
+    ApprovalRequested(Request),
+    /// A request was closed (approved, denied, timed out, expired).
+    ApprovalDecided(Decided),
+    /// Anything else on the stream.
+    #[serde(other)]
+    Other,
+}
+
+/// An `approval_decided` event.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Decided {
+    /// The request.
+    pub id: i64,
+    /// `approved`, `denied`, `timed_out`, `expired`, ...
+    pub status: String,
+}
+
+/// Approve or deny.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// `POST /api/approvals/{id}/approve`.
+    Approve,
+    /// `POST /api/approvals/{id}/deny`.
+    Deny,
+}
+
+impl Verdict {
+    /// The route's last segment.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Approve => "approve",
+            Self::Deny => "deny",
+        }
+    }
+}
+
+/// Where in the shell a person decided: recorded by the engine as the
+/// decider (`Decider::Tray` / `Decider::Notification` of the control
+/// service).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Via {
+    /// The tray menu.
+    Tray,
+    /// A notification's action button.
+    Notification,
+}
+
+/// The body of a decision the shell posts: `{"decider": "tray"}`. The
+/// console answers only bearer-token clients' `decider`; a browser session
+/// is always `console`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct DecisionBody {
+    /// Who decided.
+    pub decider: Via,
+}
+
+/// The short word for a risk, as the console shows it.
+pub fn risk_word(risk: Risk) -> &'static str {
+    match risk {
+        Risk::Low => "low",
+        Risk::Medium => "medium",
+        Risk::High => "high",
+        Risk::Critical => "critical",
+    }
+}
+
+/// The event's caller is text already; the snapshot's is `CallerInfo`
+/// (`client_name`, `exe`, `pid`, ...): summarised as the console does,
+/// `claude-desktop · pid 48213`.
+fn caller_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(match v {
+        serde_json::Value::String(s) => s,
+        serde_json::Value::Object(o) => {
+            let name = o
+                .get("client_name")
+                .and_then(|v| v.as_str())
+                .or_else(|| o.get("agent_id").and_then(|v| v.as_str()))
+                .or_else(|| {
+                    o.get("exe")
+                        .and_then(|v| v.as_str())
+                        .map(|e| e.rsplit('/').next().unwrap_or(e))
+                })
+                .or_else(|| o.get("via").and_then(|v| v.as_str()))
+                .unwrap_or("unknown caller");
+            match o.get("pid").and_then(serde_json::Value::as_i64) {
+                Some(pid) => format!("{name} · pid {pid}"),
+                None => name.to_owned(),
+            }
+        }
+        _ => String::new(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_approval_requested_envelope_reads_with_the_engines_field_names() {
+        let e: Envelope = serde_json::from_value(json!({
+            "seq": 7, "ts_ms": 1_700_000_000_000_i64,
+            "event": {"type": "approval_requested", "id": 3, "call_id": 41, "tool": "shell_exec",
+                      "risk": "critical", "rule": "builtin:shell", "reason": "runs a command",
+                      "caller": "claude-desktop · pid 4", "expires_ms": 1_700_000_060_000_i64}
+        }))
+        .unwrap();
+        assert_eq!(e.seq, 7);
+        let Event::ApprovalRequested(r) = e.event else {
+            panic!("not a request: {e:?}")
+        };
+        assert_eq!(
+            (r.id, r.tool.as_str(), r.risk),
+            (3, "shell_exec", Risk::Critical)
+        );
+        assert_eq!(r.caller, "claude-desktop · pid 4");
+    }
+
+    #[test]
+    fn other_event_types_are_ignored_not_errors() {
+        for event in [
+            json!({"type": "call_finished", "call_id": 1, "tool": "t", "elapsed": 3,
+                   "outcome": {"status": "ok", "is_error": false, "size": 2}}),
+            json!({"type": "some_future_event", "x": [1, 2]}),
+        ] {
+            let e: Envelope =
+                serde_json::from_value(json!({"seq": 1, "ts_ms": 0, "event": event})).unwrap();
+            assert_eq!(e.event, Event::Other);
+        }
+    }
+
+    #[test]
+    fn the_snapshots_caller_object_is_summarised_as_text() {
+        let s: Snapshot = serde_json::from_value(json!({
+            "seq": 12, "engine": {"pid": 1}, "counters": {},
+            "pending": [{"id": 5, "call_id": 9, "tool": "fs_write", "args": {"path": "/x"},
+                         "risk": "high", "reason": "writes", "expires_ms": 5,
+                         "caller": {"via": "socket", "pid": 48213, "exe": "/usr/bin/python3",
+                                    "client_name": "claude-desktop"}}]
+        }))
+        .unwrap();
+        assert_eq!(s.seq, 12);
+        assert_eq!(s.pending[0].caller, "claude-desktop · pid 48213");
+    }
+
+    #[test]
+    fn a_decision_body_names_the_decider() {
+        let body = DecisionBody {
+            decider: Via::Notification,
+        };
+        assert_eq!(
+            serde_json::to_value(body).unwrap(),
+            json!({"decider": "notification"})
+        );
+    }
+}
