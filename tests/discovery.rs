@@ -209,6 +209,19 @@ fn zombie(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
+/// The session id of `/proc/<pid>`, read from its `stat` (field 6).
+/// Not `getsid(2)` through rustix: in a container whose session leader is
+/// outside the pid namespace the id is 0, which rustix's `Pid` cannot hold
+/// (it panics; seen in CI).
+fn session_of(pid: &str) -> i64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // The command name (field 2) may hold spaces and parentheses: the
+    // fields after it start past the last `)`.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    // state ppid pgrp session
+    rest.split(' ').nth(3).unwrap().parse().unwrap()
+}
+
 fn pid(p: u32) -> rustix::process::Pid {
     rustix::process::Pid::from_raw(p as i32).unwrap()
 }
@@ -319,13 +332,9 @@ async fn spawn_starts_a_detached_engine_and_the_client_still_finishes() {
     assert!(discovery::find_live(&home.data_dir()).await.is_some());
     assert_eq!(home.engines(), [engine.pid]);
     // Its own session: not the client's (which was ours), nor led by it.
-    let sid = rustix::process::getsid(Some(pid(engine.pid))).unwrap();
-    assert_eq!(
-        sid.as_raw_nonzero().get() as u32,
-        engine.pid,
-        "a session leader"
-    );
-    assert_ne!(sid, rustix::process::getsid(None).unwrap());
+    let sid = session_of(&engine.pid.to_string());
+    assert_eq!(sid, i64::from(engine.pid), "a session leader");
+    assert_ne!(sid, session_of("self"));
     // Its stdio goes to a private log in the data dir.
     let log = home.data_dir().join("engine.log");
     let mode =
