@@ -53,7 +53,9 @@ describe('DesktopSettings', () => {
     const login = await screen.findByRole('switch', { name: 'Start at login' });
     await fireEvent.click(login);
     const alert = await screen.findByRole('alert');
-    expect(alert).toHaveTextContent('“Start at login” was not changed: could not register the login item');
+    expect(alert).toHaveTextContent(
+      '“Start at login” was not changed: could not register the login item: org.freedesktop.portal.Background is not available. Nothing was saved',
+    );
     expect(alert).toHaveTextContent(/Nothing was saved; fix what this names and switch it again/);
     expect(login).not.toBeChecked();
     expect(s.state.start_at_login).toBe(false);

@@ -157,6 +157,8 @@ export function install(): Demo {
       );
       const limit = Number(url.searchParams.get('limit') ?? 100);
       const rows = all.slice(0, limit);
+      // The detail of a row the audit page lists is that row's call.
+      for (const c of rows) calls.set(c.call_id, c);
       return json({ rows, next_before: rows.length === limit ? (rows[rows.length - 1]?.id ?? null) : null });
     }
     if ((m = /^\/api\/approvals\/(\d+)$/.exec(p))) {

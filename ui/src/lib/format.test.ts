@@ -51,6 +51,8 @@ describe('durations', () => {
     expect(relative(now - 3 * 3_600_000, now)).toBe('3 h ago');
     expect(relative(now - 2 * 86_400_000, now)).toBe('2 d ago');
     expect(relative(now + 30_000, now)).toBe('in 30 s');
+    expect(relative(now + 5 * 86_400_000 - 1_000, now)).toBe('in 5 d');
+    expect(relative(now + 3 * 3_600_000, now)).toBe('in 3 h');
   });
 
   it('reads bytes and percentages', () => {

@@ -73,7 +73,9 @@ export function relative(ts_ms: number, now_ms: number): string {
   if (d < 0) {
     const ahead = -d;
     if (ahead < 5_000) return 'just now';
-    return `in ${secondsLeft(ahead)}`;
+    if (ahead < 3_600_000) return `in ${secondsLeft(ahead)}`;
+    if (ahead < 86_400_000) return `in ${Math.round(ahead / 3_600_000)} h`;
+    return `in ${Math.round(ahead / 86_400_000)} d`;
   }
   if (d < 5_000) return 'just now';
   if (d < 60_000) return `${Math.floor(d / 1_000)} s ago`;
