@@ -430,7 +430,7 @@ function validate(before: PolicyDoc, doc: PolicyDoc): Validation {
       if (b[i] !== undefined) lines.push(`+${b[i]}`);
     }
   }
-  const diff = changed ? ['--- toolgate.toml (running)', '+++ toolgate.toml (edited)', '@@ -1 +1 @@', ...lines].join('\n') : '';
+  const diff = changed ? ['--- config.toml (running)', '+++ config.toml (edited)', '@@ -1 +1 @@', ...lines].join('\n') : '';
   if (errors.length) return { ok: false, diff: '', errors, warnings: [] };
   const names = fx.TOOLS.map((t) => t.name);
   const globRe = (g: string) => new RegExp(`^${g.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`);
