@@ -274,11 +274,11 @@ export function install(): Demo {
     if (p === '/api/policy/test') {
       const t = body as PolicyTestInput;
       const cmd = JSON.stringify(t.args ?? {});
-      const answer = (verdict: PolicyTestResult['verdict'], rule: string | null, reason: string): Response =>
-        json({ tool: t.tool, verdict, rule, reason } satisfies PolicyTestResult);
+      const answer = (verdict: PolicyTestResult['verdict'], rule: string, reason: string): Response =>
+        json({ tool: t.tool, verdict, risk: verdict === 'ask' ? 'high' : 'low', rule, reason } satisfies PolicyTestResult);
       if (/rm\s+-r|rm\s+-f/.test(cmd)) return answer('ask', 'default:shell-rm-recursive', 'Deletes files recursively: `rm` with -r/-f can remove a whole tree.');
-      if (policy.doc.denied_tools.some((g) => new RegExp(`^${g.replace(/\*/g, '.*')}$`).test(t.tool))) return answer('deny', null, `\`${t.tool}\` is on the denylist.`);
-      return answer('allow', null, 'Low risk runs without asking under the default preset.');
+      if (policy.doc.denied_tools.some((g) => new RegExp(`^${g.replace(/\*/g, '.*')}$`).test(t.tool))) return answer('deny', 'allowlist', `hidden from agents: matches deny pattern`);
+      return answer('allow', 'preset:default', 'Low risk runs without asking under the default preset.');
     }
     if (p === '/api/connect') return json(fx.connectInfo());
     return err(404, 'not_found', `No such endpoint: ${method} ${p}`);

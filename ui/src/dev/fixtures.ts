@@ -108,7 +108,7 @@ function t(
   hints: Partial<Annotations>,
   state: ToolSummary['state'] = 'active',
 ): ToolSummary {
-  const annotations: Annotations = { title: null, readOnlyHint: null, destructiveHint: null, idempotentHint: null, openWorldHint: null, ...hints };
+  const annotations: Annotations = { ...hints };
   const denied_by = state === 'denied' ? 'matches deny pattern `desktop__*` (denied_tools)' : null;
   return { name, summary, source, trust, risk, state, denied_by, annotations };
 }
@@ -338,7 +338,7 @@ export function breakers(now = NOW): BreakerView[] {
     b('fs_read', 'closed', 0, 34, 0),
     b('web__fetch', 'open', 5, 4, 0.6, {
       retry_in_ms: 12_000,
-      last_error: last('upstream5xx', 'upstream `web` answered 502 Bad Gateway', 18_000),
+      last_error: last('upstream_5xx', 'upstream `web` answered 502 Bad Gateway', 18_000),
     }),
     b('github__search_code', 'half_open', 3, 6, 0.2, { last_error: last('rate_limit', 'github: secondary rate limit, retry after 12 s', 41_000) }),
     b('db__execute_query', 'closed', 2, 5, 0.06, { last_error: last('timeout', 'the call ran past its 30 s timeout', 7 * 60_000) }),

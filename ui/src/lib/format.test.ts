@@ -83,8 +83,6 @@ describe('states always have a word and an icon', () => {
     expect(callLook({ outcome: 'error', error_kind: 'denied' })).toMatchObject({ tone: 'danger', word: 'Denied' });
     expect(callLook({ outcome: 'error', error_kind: null }).word).toBe('Error');
     expect(errorLook('breaker_open').word).toBe('Breaker open');
-    // Events send serde's `upstream5xx`, the audit log `upstream_5xx`.
-    expect(errorLook('upstream5xx').word).toBe('Upstream error');
     expect(errorLook('upstream_5xx').word).toBe('Upstream error');
     expect(errorLook('some_new_class').word).toBe('some new class');
     expect(callLook({ outcome: 'cancelled', error_kind: 'cancelled' })).toMatchObject({ tone: 'muted', word: 'Cancelled' });

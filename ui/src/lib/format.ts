@@ -228,20 +228,15 @@ const ERROR_WORDS: Record<ErrorKind, Look> = {
   timeout: { tone: 'high', icon: 'timer-off', word: 'Timeout' },
   rate_limit: { tone: 'high', icon: 'gauge', word: 'Rate limited' },
   connection: { tone: 'danger', icon: 'plug', word: 'Connection' },
-  upstream5xx: { tone: 'danger', icon: 'server', word: 'Upstream error' },
+  upstream_5xx: { tone: 'danger', icon: 'server', word: 'Upstream error' },
   tool_failed: { tone: 'danger', icon: 'x-circle', word: 'Tool failed' },
   internal: { tone: 'danger', icon: 'bug', word: 'Internal error' },
   cancelled: { tone: 'muted', icon: 'slash', word: 'Cancelled' },
 };
 
-/**
- * The error class as `ErrorKind`. The engine spells one class two ways: serde
- * sends `upstream5xx` in events, while the audit log stores `as_str()`'s
- * `upstream_5xx`; both read the same here.
- */
+/** The error class as `ErrorKind`, or null for a class newer than this UI. */
 export function errorKind(k: string): ErrorKind | null {
-  const key = k === 'upstream_5xx' ? 'upstream5xx' : k;
-  return Object.hasOwn(ERROR_WORDS, key) ? (key as ErrorKind) : null;
+  return Object.hasOwn(ERROR_WORDS, k) ? (k as ErrorKind) : null;
 }
 
 /** An error class in a word; unknown (newer) classes read as themselves. */

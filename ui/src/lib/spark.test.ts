@@ -36,7 +36,7 @@ describe('spark', () => {
     expect(countsAsFailure({ status: 'err', kind: 'denied', message: '' })).toBe(false);
     expect(isNeutral({ status: 'err', kind: 'invalid_args', message: '' })).toBe(true);
     expect(isNeutral({ status: 'err', kind: 'connection', message: '' })).toBe(false);
-    expect(countsAsFailure({ status: 'err', kind: 'upstream5xx', message: '' })).toBe(true);
+    expect(countsAsFailure({ status: 'err', kind: 'upstream_5xx', message: '' })).toBe(true);
     expect(isNeutral({ status: 'cancelled', reason: 'client_disconnected' })).toBe(true);
     expect(countsAsFailure({ status: 'cancelled', reason: 'shutdown' })).toBe(false);
   });

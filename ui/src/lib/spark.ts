@@ -62,7 +62,7 @@ export function errorPct(s: Spark, window_s: number): number {
   return c === 0 ? 0 : (100 * e) / c;
 }
 
-const FAILURES: readonly ErrorKind[] = ['timeout', 'rate_limit', 'connection', 'upstream5xx', 'tool_failed', 'internal'];
+const FAILURES: readonly ErrorKind[] = ['timeout', 'rate_limit', 'connection', 'upstream_5xx', 'tool_failed', 'internal'];
 
 /**
  * Whether an outcome counts against the tool's breaker (mirrors

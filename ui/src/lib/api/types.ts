@@ -39,6 +39,19 @@ export type { EngineInfo } from '../../bindings/EngineInfo';
 export type { EngineMode } from '../../bindings/EngineMode';
 export type { Envelope } from '../../bindings/Envelope';
 export type { ErrorBody } from '../../bindings/ErrorBody';
+export type { ErrorCode } from '../../bindings/ErrorCode';
+export type { ErrorEnvelope } from '../../bindings/ErrorEnvelope';
+export type { FieldError } from '../../bindings/FieldError';
+export type { PolicyDoc } from '../../bindings/PolicyDoc';
+export type { PolicyPut } from '../../bindings/PolicyPut';
+export type { PolicyTestInput } from '../../bindings/PolicyTestInput';
+export type { PolicyTestResult } from '../../bindings/PolicyTestResult';
+export type { PolicyView } from '../../bindings/PolicyView';
+export type { RuleDoc } from '../../bindings/RuleDoc';
+export type { ScopeBody } from '../../bindings/ScopeBody';
+export type { Validation } from '../../bindings/Validation';
+export type { Applied } from '../../bindings/Applied';
+export type { Verdict } from '../../bindings/Verdict';
 export type { ErrorKind } from '../../bindings/ErrorKind';
 export type { Event } from '../../bindings/Event';
 export type { ExportFormat } from '../../bindings/ExportFormat';
@@ -78,8 +91,10 @@ export type { ToolSummary } from '../../bindings/ToolSummary';
 export type { Trust } from '../../bindings/Trust';
 export type { JsonValue } from '../../bindings/serde_json/JsonValue';
 
-import type { ErrorBody } from '../../bindings/ErrorBody';
+import type { ErrorCode } from '../../bindings/ErrorCode';
 import type { Event } from '../../bindings/Event';
+import type { PolicyDoc } from '../../bindings/PolicyDoc';
+import type { ScopeBody } from '../../bindings/ScopeBody';
 
 // ---------------------------------------------------------------- derived from the bindings
 
@@ -101,143 +116,17 @@ export type LoopLevel = 'warn' | 'block' | 'halt';
 export type AuditOutcome = 'ok' | 'tool_error' | 'error' | 'cancelled' | 'denied' | 'timeout' | 'policy_denied' | 'breaker_open';
 
 /** The console's error codes (`console::error::Code`). */
-export type ApiErrorCode =
-  | 'bad_request'
-  | 'unauthorized'
-  | 'forbidden'
-  | 'not_found'
-  | 'stale'
-  | 'invalid'
-  | 'unavailable'
-  | 'internal';
+export type ApiErrorCode = ErrorCode;
 
-// ---------------------------------------------------------------- LOCAL: not exported by the engine yet
-//
-// Each of these mirrors a Rust type the engine already serialises on a
-// console route but does not list in `control::types::export_bindings`.
-// When a binding appears, delete the local copy and re-export it above.
+/** A policy preset (`approval::rules::Preset`; inline in `PolicyDoc`). */
+export type Preset = PolicyDoc['preset'];
 
-/** LOCAL mirror of `approval::rules::Verdict` (inline string union in the Rust `#[ts(type)]`). */
-export type Verdict = 'allow' | 'deny' | 'ask';
-
-/** LOCAL mirror of `pipeline::policy::Preset` (inline string union in the Rust `#[ts(type)]`). */
-export type Preset = 'read_only' | 'strict' | 'default' | 'autonomous';
-
-/** LOCAL mirror of `config::edit::RuleDoc` (derives TS, not exported). One `[[policy.rules]]` entry. */
-export interface RuleDoc {
-  tool: string;
-  arg: string | null;
-  glob: string | null;
-  path: string | null;
-  regex: string | null;
-  negate: boolean;
-  risk: 'low' | 'medium' | 'high' | 'critical' | null;
-  verdict: Verdict | null;
-  timeout_s: number | null;
-  reason: string | null;
-}
-
-/** LOCAL mirror of `config::edit::PolicyDoc` (derives TS, not exported). The editable policy. */
-export interface PolicyDoc {
-  /** The live policy version it was read at; ignored when validating. */
-  version: number;
-  /** Tool-name globs that are visible; null = every tool. */
-  allowed_tools: string[] | null;
-  /** Tool-name globs that are never visible; beats the allowlist. */
-  denied_tools: string[];
-  preset: Preset;
-  ask_at: 'low' | 'medium' | 'high' | 'critical' | null;
-  approval_timeout_s: number | null;
-  rules: RuleDoc[];
-}
-
-/** LOCAL mirror of `config::edit::FieldError` (derives TS, not exported). */
-export interface FieldError {
-  /** `rules[2].regex`, `allowed_tools[0]`; absent when about the file as a whole. */
-  field?: string;
-  message: string;
-}
-
-/** LOCAL mirror of `policy_edit::PolicyView` (derives TS, not exported). GET /api/policy. */
-export interface PolicyView {
-  doc: PolicyDoc;
-  /** Send back as `base_version`. */
-  version: number;
-  /** The policy in force, read-only, as text (built-in rules included). */
-  effective: string;
-  /** The config file edits are saved to. */
-  path: string | null;
-  /** `TOOLGATE_ALLOWED_TOOLS`, when set: it replaces `allowed_tools`. */
-  env_allowed_tools: string | null;
-  /** Settings that are not applied live. */
-  restart_needed: string[];
-}
-
-/** LOCAL mirror of `policy_edit::Validation` (derives TS, not exported). POST /api/policy/validate. */
-export interface Validation {
-  ok: boolean;
-  /** Unified diff of the config file, empty when invalid or nothing changes. */
-  diff: string;
-  errors: FieldError[];
-  /** Patterns that match no registered tool. */
-  warnings: string[];
-}
-
-/** LOCAL mirror of `policy_edit::Applied` (derives TS, not exported). PUT /api/policy answer. */
-export interface Applied {
-  version: number;
-  diff: string;
-  warnings: string[];
-  restart_needed: string[];
-}
-
-/** LOCAL mirror of `console::routes::PutPolicy` (no TS derive). PUT /api/policy body. */
-export interface PolicyPut {
-  doc: PolicyDoc;
-  base_version: number;
-}
-
-/** LOCAL mirror of `console::api::ScopeBody` (no TS derive). POST /api/approvals/{id}/scope body. */
-export interface ScopeInput {
-  scope: string;
-}
-
-/** LOCAL mirror of `console::api::PolicyTestBody` (no TS derive). POST /api/policy/test body. */
-export interface PolicyTestInput {
-  tool: string;
-  args: unknown;
-  /** The caller to assume (client name). */
-  caller?: string;
-}
-
-/** LOCAL: POST /api/policy/test answer, as the lead is adding it (PolicyTestResult). */
-export interface PolicyTestResult {
-  tool: string;
-  verdict: Verdict;
-  /** The rule that decided, if one did. */
-  rule: string | null;
-  reason: string;
-}
+/** POST /api/approvals/{id}/scope body. */
+export type ScopeInput = ScopeBody;
 
 /**
- * LOCAL correction of `Event` as it is on the wire: serde leaves out these
- * `None` fields (`skip_serializing_if`), while the binding declares them
- * `T | null` (required). The UI reads absent and null alike; the demo and
- * tests send this form. Remove once the bindings say `field?: T`.
+ * An event as serde writes it. The bindings now declare the fields serde
+ * leaves out when `None` as optional (`field?: T`), so this is `Event`;
+ * the name stays for the demo and the test harness.
  */
-type SkippedWhenNone = { approval_decided: 'by' | 'reason' | 'rule_id'; server_status: 'error'; call_stage: 'note' };
-type Loosen<E> = E extends { type: infer T }
-  ? T extends keyof SkippedWhenNone
-    ? Omit<E, SkippedWhenNone[T]> & Partial<Pick<E, SkippedWhenNone[T] & keyof E>>
-    : E
-  : never;
-export type WireEvent = Loosen<Event>;
-
-/**
- * LOCAL: every error answer, `{error: …}` around the binding's ErrorBody
- * (`console::error::ApiError`). The engine also sends `errors` (every field
- * problem of a policy edit), which ErrorBody does not declare.
- */
-export interface ErrorEnvelope {
-  error: ErrorBody & { errors?: FieldError[] };
-}
+export type WireEvent = Event;

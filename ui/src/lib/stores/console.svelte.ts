@@ -625,7 +625,7 @@ export class ConsoleStore implements StreamSink {
         risk: 'low',
         state: 'active',
         denied_by: null,
-        annotations: { title: null, readOnlyHint: null, destructiveHint: null, idempotentHint: null, openWorldHint: null },
+        annotations: {},
       });
     }
     // A re-registered tool is no longer held back.
