@@ -246,6 +246,8 @@ async function decideInWindow(s, verdict, label, whilePending = null) {
   await showRequest(s, token);
   say(`  ${label}: the request is in the window's Approvals view ${Date.now() - t0} ms after the agent started`);
   if (a.settled()) throw new Error(`the agent got an answer before anyone decided: ${JSON.stringify(await a.done.catch((e) => e.message))}`);
+  const focus = await s.exec(`return document.hasFocus()`);
+  say(`  ${label}: the page has focus: ${focus} (the shell notifies only while the window is not focused)`);
   if (whilePending) await whilePending();
   if (verdict === 'approve') {
     const [approve] = await controls(s, '^approve\\b', 'always|all\\b');
@@ -338,11 +340,18 @@ async function inApp() {
   const { s, driver, app, log } = await launch('in-app', { GTK_THEME: 'Adwaita' }, 'engine in this app');
   if (!readFileSync(log, 'utf8').includes('Engine: in this app')) throw new Error(`the app does not say it runs the engine:\n${tail(log)}`);
   await idleRss(app.pid);
+  say(`  tray, idle: ${observeTray(app.pid)}`);
   await decideInWindow(s, 'approve', 'approve-in-app', async () => {
     await screenshot(s, 'light');
+    // The tray follows the console's stream: wait (bounded) for its badge.
+    let seen = '';
+    await until('the tray menu to list the waiting call', 10_000, () => /shell_exec/.test((seen = observeTray(app.pid)))).catch(() => {
+      seen += ' (after 10 s it still did not list the waiting call)';
+    });
+    say(`  tray, one call waiting: ${seen}`);
   });
   await decideInWindow(s, 'deny', 'deny-in-app');
-  observeTray(app.pid);
+  say(`  tray, after the decisions: ${observeTray(app.pid)}`);
   // Quit: the tray's Quit and SIGTERM take the same path (app.exit).
   const children = descendants(app.pid);
   const t0 = Date.now();
@@ -370,7 +379,9 @@ async function attached() {
   const serveExit = new Promise((resolve) => serve.on('exit', (code) => resolve(code)));
   await until(`toolgate serve to write its discovery file and socket (log ${serveLog})`, 30_000, () => {
     if (serve.exitCode !== null) throw new Error(`toolgate serve exited with ${serve.exitCode}: ${tail(serveLog)}`);
-    return existsSync(join(DATA, 'engine.json')) && existsSync(SOCKET);
+    // Its own discovery file (a stale one would name another pid).
+    const info = existsSync(join(DATA, 'engine.json')) ? JSON.parse(readFileSync(join(DATA, 'engine.json'), 'utf8')) : null;
+    return info?.pid === serve.pid && existsSync(SOCKET);
   });
   say(`  toolgate serve is pid ${serve.pid}`);
   const { s, driver, app } = await launch('attached', { GTK_THEME: 'Adwaita:dark' }, `attached to pid ${serve.pid}`);
@@ -395,21 +406,47 @@ async function attached() {
   say('  SIGTERM: toolgate serve exited 0 and left nothing behind');
 }
 
+/** @param {string[]} args */
+const busctl = (args) => execFileSync('busctl', ['--user', ...args], { encoding: 'utf8', timeout: 5000 });
+
 /**
- * What of the tray can be seen without a tray host: the app's
- * StatusNotifierItem on the session bus (libayatana-appindicator exports
- * it even with nobody watching). Printed, not asserted.
+ * What of the tray can be seen without a tray host: libayatana-appindicator
+ * exports the app's StatusNotifierItem and its menu (dbusmenu) on the
+ * session bus even with nobody watching. Returns a line to print (the
+ * tooltip is not among the item's properties, so it cannot be seen).
  * @param {number} pid
  */
 function observeTray(pid) {
   try {
-    const names = execFileSync('busctl', ['--user', 'list', '--no-legend'], { encoding: 'utf8' })
+    const item = '/org/ayatana/NotificationItem/tray_icon_tray_app_toolgate';
+    const names = busctl(['list', '--no-legend'])
       .split('\n')
-      .filter((l) => l.split(/\s+/)[1] === String(pid))
-      .map((l) => l.split(/\s+/)[0]);
-    say(`  tray: the app's bus names: ${names.join(' ') || '(none)'}`);
+      .map((l) => l.trim().split(/\s+/))
+      .filter((f) => f[1] === String(pid))
+      .map((f) => f[0] ?? '');
+    const name = names.find((n) => {
+      try {
+        return busctl(['tree', n]).includes('NotificationItem');
+      } catch {
+        return false;
+      }
+    });
+    if (!name) return `no StatusNotifierItem among the app's bus names (${names.join(' ')})`;
+    /** @param {string} p */
+    const prop = (p) => JSON.parse(busctl(['--json=short', 'get-property', name, item, 'org.kde.StatusNotifierItem', p])).data;
+    const layout = JSON.parse(busctl(['--json=short', 'call', '--', name, `${item}/Menu`, 'com.canonical.dbusmenu', 'GetLayout', 'iias', '0', '-1', '0'])).data[1];
+    /** @param {any} node @returns {string} */
+    const labels = (node) => {
+      const [, props, children] = node;
+      // dbusmenu labels write a literal underscore as "__" (one alone marks the access key).
+      const own = String(props.label?.data ?? (props.type?.data === 'separator' ? '—' : '')).replace(/_(_?)/g, '$1');
+      const kids = children.map((/** @type {any} */ c) => labels(c.data)).filter(Boolean);
+      return kids.length ? `${own ? `${own} ` : ''}[${kids.join(', ')}]` : own;
+    };
+    const icon = String(prop('IconName')).split('/').pop();
+    return `status ${prop('Status')}, icon ${icon}, menu ${labels(layout)}`;
   } catch (e) {
-    say(`  tray: cannot list the bus (${e instanceof Error ? e.message.split('\n')[0] : e})`);
+    return `cannot read it (${e instanceof Error ? e.message.split('\n')[0] : e})`;
   }
 }
 
