@@ -211,10 +211,7 @@ function text(reply) {
  * @param {Session} s @param {string} token
  */
 async function showRequest(s, token) {
-  const [nav] = await until('an Approvals item in the window navigation', 20_000, async () => {
-    const found = await controls(s, '^approvals\\b');
-    return found.length ? found : null;
-  });
+  const nav = await until('an Approvals item in the window navigation', 20_000, async () => (await controls(s, '^approvals\\b'))[0]);
   await s.click(nav);
   await until(`the request for ${token} in the Approvals view, with an enabled Approve button`, 30_000, async () => {
     const shown = await s.exec(`return document.body.innerText.includes(arguments[0])`, [token]);
@@ -260,8 +257,8 @@ async function decideInWindow(s, verdict, label, whilePending = null) {
     // The UI may ask for an optional reason first: its confirming button.
     await until('the denial to reach the agent (confirming the reason box if one opened)', 20_000, async () => {
       if (a.settled()) return true;
-      const confirm = await controls(s, '^(deny|send|confirm)\\b', 'always|all\\b|cancel', deny);
-      if (confirm.length) await s.click(confirm[0]);
+      const [confirm] = await controls(s, '^(deny|send|confirm)\\b', 'always|all\\b|cancel', deny);
+      if (confirm) await s.click(confirm);
       return false;
     });
   }
