@@ -25,7 +25,7 @@
 // idle memory of the app with its WebKit processes.
 import { spawn, execFileSync } from 'node:child_process';
 import { createServer } from 'node:net';
-import { existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, openSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Session, until } from './webdriver.mjs';
 import { alive, descendants, processes, treeRss } from './procs.mjs';
@@ -349,6 +349,8 @@ async function inApp() {
   });
   await decideInWindow(s, 'deny', 'deny-in-app');
   say(`  tray, after the decisions: ${observeTray(app.pid)}`);
+  const iconDir = join(env('XDG_RUNTIME_DIR'), 'tray-icon');
+  if (existsSync(iconDir)) say(`  tray icon files in ${iconDir}: ${readdirSync(iconDir).join(' ')}`);
   // Quit: the tray's Quit and SIGTERM take the same path (app.exit).
   const children = descendants(app.pid);
   const t0 = Date.now();
@@ -361,6 +363,8 @@ async function inApp() {
   const engines = processes().filter((p) => p.exe === APP || p.exe === TOOLGATE);
   if (engines.length) throw new Error(`Quit left engine processes: ${engines.map((p) => `${p.pid} ${p.exe}`).join(', ')}`);
   say(`  nothing left behind: no app or engine process, no agent socket, control socket or engine.json, child processes ${children.map((c) => `${c.pid} (${c.comm})`).join(', ')} ended`);
+  const icons = existsSync(iconDir) ? readdirSync(iconDir) : [];
+  if (icons.length) say(`  (not the engine's, noted: the tray library left ${icons.join(' ')} in ${iconDir})`);
   // The driver's session lost its browser; ending it must still work.
   await s.delete().catch((e) => say(`  (ending the session after Quit: ${e.message})`));
   killGroup(driver.child);
