@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::sync::broadcast;
 
-use crate::approval::{ApprovalStatus, RuleEffect};
+use crate::approval::{ApprovalStatus, CallerInfo, RuleEffect};
 use crate::cancel::CancelReason;
 use crate::error::ErrorKind;
 use crate::tool::{Risk, Source, ToolName};
@@ -245,8 +245,9 @@ pub enum Event {
         rule: String,
         /// Why, in words.
         reason: String,
-        /// Who asks.
-        caller: String,
+        /// Who asks, as the snapshot's pending requests show it (the UI
+        /// words it one way for both).
+        caller: CallerInfo,
         /// Unix ms when it times out.
         expires_ms: i64,
     },

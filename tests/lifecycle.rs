@@ -459,11 +459,8 @@ async fn an_mcp_client_that_dies_behind_the_bridge_takes_its_pending_call_with_i
         _ => None,
     })
     .await;
-    // The caller is the bridge process: "socket python-mcp 1.x pid N".
-    let bridge: i32 = bridge
-        .rsplit_once("pid ")
-        .and_then(|(_, p)| p.parse().ok())
-        .unwrap_or_else(|| panic!("no pid in {bridge}"));
+    // The caller is the bridge process (its peer pid on the socket).
+    let bridge: i32 = bridge.pid.unwrap_or_else(|| panic!("no pid in {bridge:?}"));
     client.kill().await.unwrap();
     assert_eq!(
         closed_and_finished(&mut events, id, call_id).await,

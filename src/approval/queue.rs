@@ -1046,7 +1046,7 @@ impl Approvals {
             risk: r.risk,
             rule: r.rule.clone(),
             reason: r.reason.clone(),
-            caller: r.caller.to_string(),
+            caller: r.caller.clone(),
             expires_ms: r.expires_ms,
         });
     }

@@ -97,7 +97,7 @@ const browser = await chromium.launch({
 const problems = [];
 try {
   for (const scheme of ['light', 'dark']) {
-    const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 }, colorScheme: scheme, deviceScaleFactor: 1 });
+    const ctx = await browser.newContext({ viewport: { width: Number(process.env.WIDTH ?? 1440), height: 900 }, colorScheme: scheme, deviceScaleFactor: 1 });
     for (const s of shots) {
       if (only && !s.name.includes(only)) continue;
       const page = await ctx.newPage();

@@ -339,7 +339,7 @@ export function install(): Demo {
       risk: req.risk,
       rule: req.rule,
       reason: req.reason,
-      caller: 'claude-desktop · pid 48213',
+      caller: req.caller,
       expires_ms: req.expires_ms,
     });
   };

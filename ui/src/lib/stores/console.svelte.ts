@@ -507,7 +507,7 @@ export class ConsoleStore implements StreamSink {
       risk: e.risk,
       rule: e.rule,
       reason: e.reason,
-      caller: e.caller,
+      caller: callerText(e.caller),
       created_ms: ts_ms,
       expires_ms: e.expires_ms,
       status: 'pending',
