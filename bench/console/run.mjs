@@ -141,6 +141,7 @@ async function main() {
       return same && n > 0;
     }, { timeout: 60_000, interval: 500 });
     await page.getByRole('button', { name: /^Pause/ }).click();
+    /** @type {number[]} */
     const frames = await page.evaluate(async () => {
       const sc = /** @type {HTMLElement} */ (document.querySelector('[role="grid"][aria-label="Live calls"]'));
       sc.scrollTop = 0;
@@ -148,7 +149,7 @@ async function main() {
       /** @type {number[]} */
       const deltas = [];
       const step = Math.max(1, Math.round(sc.scrollHeight / 600)); // top to bottom in ~600 frames
-      return new Promise((resolve) => {
+      return new Promise(/** @param {(d: number[]) => void} resolve */ (resolve) => {
         let last = performance.now();
         const tick = (/** @type {number} */ t) => {
           deltas.push(t - last);

@@ -57,8 +57,8 @@ export function skipUnlessReady() {
  */
 
 export class Toolgate {
-  /** @type {import('node:child_process').ChildProcess} */
-  proc;
+  /** The `serve` process (set by {@link Toolgate.start}). */
+  proc = /** @type {import('node:child_process').ChildProcess} */ (/** @type {unknown} */ (null));
   dir = '';
   home = '';
   root = '';
