@@ -56,7 +56,7 @@ const VIEWS = [
   { name: 'tools', hash: '#/tools?name=rug__add', heading: 'Tools', ready: '[aria-label="Quarantine review"]' },
   { name: 'policy', hash: '#/policy', heading: 'Policy', ready: '[aria-label="Allowlist"]' },
   { name: 'servers', hash: '#/servers', heading: 'Servers', ready: 'h2:text-is("flaky")' },
-  { name: 'audit', hash: '#/audit', heading: 'Audit', ready: 'table tbody tr' },
+  { name: 'audit', hash: '#/audit', heading: 'Audit', ready: '[role="grid"][aria-label="Audit log"] [role="row"]' },
   { name: 'settings', hash: '#/settings?tab=connect', heading: 'Settings', ready: 'code' },
 ];
 
