@@ -63,6 +63,28 @@ describe('approvals', { skip: skipUnlessReady(), timeout: 180_000 }, () => {
   /** @param {number} id */
   const row = (id) => page.locator(`li.item[data-id="${id}"]`);
 
+  /** @param {number} id whether the request is still pending (CLI) */
+  async function pending(id) {
+    /** @type {{ id: number }[]} */
+    const list = await tg.cliJson(['approvals']);
+    return list.some((x) => x.id === id);
+  }
+
+  /**
+   * Repeats a decision until the engine has it: approve/deny are ignored
+   * for 400 ms after the selection changes or a request arrives (UI.md).
+   * @param {number} id
+   * @param {string} what
+   * @param {() => Promise<void>} act
+   */
+  async function decideUntilDone(id, what, act) {
+    await waitFor(what, async () => {
+      if (!(await pending(id))) return true;
+      await act();
+      return !(await pending(id));
+    }, { interval: 250 });
+  }
+
   /** @param {number} id */
   async function select(id) {
     await row(id).getByRole('button').first().click();
@@ -78,7 +100,8 @@ describe('approvals', { skip: skipUnlessReady(), timeout: 180_000 }, () => {
     const before = await timer.getAttribute('aria-label');
     assert.match(before ?? '', /\d/, 'the countdown says how long is left');
     await select(id);
-    await page.getByRole('group', { name: 'Decide' }).getByRole('button', { name: /^Approve once/ }).click();
+    const approve = page.getByRole('group', { name: 'Decide' }).getByRole('button', { name: /^Approve once/ });
+    await decideUntilDone(id, 'a click on Approve once to approve', () => approve.click());
     const r = await first.result;
     assert.equal(r.isError, false, JSON.stringify(r));
     assert.match(text(r), /approved-by-click/);
@@ -89,11 +112,7 @@ describe('approvals', { skip: skipUnlessReady(), timeout: 180_000 }, () => {
     await row(id2).waitFor();
     await select(id2);
     // `a` is ignored for 400 ms after the selection changes: press until it takes.
-    await waitFor('the `a` key to approve the selected request', async () => {
-      await page.keyboard.press('a');
-      const list = await tg.cliJson(['approvals']);
-      return !list.some((/** @type {{ id: number }} */ x) => x.id === id2);
-    }, { interval: 250 });
+    await decideUntilDone(id2, 'the `a` key to approve the selected request', () => page.keyboard.press('a'));
     const r2 = await second.result;
     assert.equal(r2.isError, false, JSON.stringify(r2));
     assert.match(text(r2), /approved-by-key/);
@@ -109,7 +128,9 @@ describe('approvals', { skip: skipUnlessReady(), timeout: 180_000 }, () => {
     await page.getByRole('group', { name: 'Decide' }).getByRole('button', { name: 'Deny d', exact: true }).click();
     const reason = page.getByLabel('Reason for the agent (optional)');
     await reason.fill('not on main: open a branch first');
-    await reason.press('Enter');
+    await decideUntilDone(id, 'Enter in the reason box to deny', async () => {
+      if (await reason.isVisible()) await reason.press('Enter');
+    });
     const r = await call.result;
     assert.equal(r.isError, true, JSON.stringify(r));
     assert.equal(errorKind(r), 'denied', JSON.stringify(r));
