@@ -172,6 +172,10 @@ describe('screenshots', { skip: skipUnlessReady(), timeout: 300_000 }, () => {
               await page.locator('li.item[data-id]').first().getByRole('button').first().click();
               await page.getByRole('region', { name: 'Request detail' }).getByText(/^Request #/).waitFor();
             }
+            if (v.name === 'servers') {
+              await page.getByRole('button', { name: /Show stderr/ }).first().click();
+              await page.getByText(/fixture: /).first().waitFor({ timeout: 10_000 });
+            }
           });
         }
         // Call detail: a finished read, opened from Live calls.
@@ -193,6 +197,7 @@ describe('screenshots', { skip: skipUnlessReady(), timeout: 300_000 }, () => {
  * @param {import('playwright-core').Page} page
  */
 async function settle(page) {
+  await page.mouse.move(0, 0); // no hover left over from the last click
   await page.evaluate(async () => {
     await document.fonts.ready;
     await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(undefined))));
