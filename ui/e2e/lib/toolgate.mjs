@@ -56,6 +56,12 @@ export function skipUnlessReady() {
  * @property {string[]} [args] extra `serve` arguments
  */
 
+/** Daemons still running: killed if this process exits without stopping them. */
+const LIVE = new Set();
+process.on('exit', () => {
+  for (const t of LIVE) t.proc?.kill('SIGKILL');
+});
+
 export class Toolgate {
   /** The `serve` process (set by {@link Toolgate.start}). */
   proc = /** @type {import('node:child_process').ChildProcess} */ (/** @type {unknown} */ (null));
@@ -80,7 +86,14 @@ export class Toolgate {
    */
   static async start(opts = {}) {
     const t = new Toolgate();
-    await t.#start(opts);
+    try {
+      await t.#start(opts);
+    } catch (e) {
+      if (t.exitCode === null) t.proc?.kill('SIGKILL');
+      LIVE.delete(t);
+      if (t.dir && !process.env.E2E_KEEP) rmSync(t.dir, { recursive: true, force: true });
+      throw e;
+    }
     return t;
   }
 
@@ -116,6 +129,7 @@ export class Toolgate {
       env: this.env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    LIVE.add(this);
     this.proc.stdout?.setEncoding('utf8');
     this.proc.stderr?.setEncoding('utf8');
     this.proc.stderr?.on('data', (d) => {
@@ -125,6 +139,7 @@ export class Toolgate {
     const exited = new Promise((resolve) =>
       this.proc.once('exit', (code, signal) => {
         this.exitCode = code ?? (signal ? 128 : 1);
+        LIVE.delete(this);
         resolve(undefined);
       }),
     );
