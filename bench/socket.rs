@@ -327,6 +327,7 @@ async fn toolgate_daemon(dir: &Path, audit_dir: &str) -> (PathBuf, CancellationT
         data_dir: dir.join(audit_dir),
         retention: Duration::from_secs(86_400),
         http_port: None,
+        mode: toolgate::control::EngineMode::Serve,
     };
     // The loop guard would rightly stop a benchmark that repeats calls; the
     // arguments differ on every call, as in real use.

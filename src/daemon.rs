@@ -39,13 +39,13 @@ use crate::approval::{ApprovalOptions, Approvals};
 use crate::audit::{AuditError, AuditLog};
 use crate::config::Config;
 use crate::config::watch::{ConfigWatcher, Overrides, ReloadStatus};
-use crate::console::engine_api::EngineConsole;
 use crate::console::{self, Console, ConsoleAuth, UiSource};
+use crate::control::{Control, ControlError, EngineInfo as ControlInfo, EngineMode};
 use crate::discovery::{EngineInfo, HttpInfo, Published};
 use crate::events::EventBus;
 use crate::guard::protect::OwnFiles;
 use crate::mcp::http::{HttpEndpoint, new_token};
-use crate::mcp::{McpServer, Role, ServerOptions};
+use crate::mcp::{McpServer, ServerOptions};
 use crate::policy_edit::{PolicyEditor, SharedOverrides};
 use crate::secrets::open_keychain;
 use crate::setup::{self, Env, SetupError};
@@ -93,6 +93,9 @@ pub struct ServeOptions {
     /// Port of the localhost streamable-HTTP endpoint: `Some(0)` picks a
     /// free one, `None` turns the endpoint off.
     pub http_port: Option<u16>,
+    /// Who hosts the engine (`toolgate serve` or the desktop app), shown
+    /// in the console's header.
+    pub mode: EngineMode,
 }
 
 impl ServeOptions {
@@ -136,6 +139,7 @@ impl ServeOptions {
             data_dir: crate::paths::default_data_dir(),
             retention: Duration::from_secs(90 * 86_400),
             http_port: Some(0),
+            mode: EngineMode::Serve,
         }
     }
 }
@@ -144,6 +148,10 @@ impl ServeOptions {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DaemonError {
+    /// The control service (what the console and the CLI steer the
+    /// engine through) could not start: the audit log could not be read.
+    #[error("the control service could not start: {0}")]
+    Control(#[from] ControlError),
     /// Another live process writes this data dir's audit log: one engine
     /// per data dir, and a process that cannot record calls serves none.
     #[error("another toolgate engine{} already owns {}; stop it first or use --data-dir", .pid.map(|p| format!(" (pid {p})")).unwrap_or_default(), .data_dir.display())]
@@ -230,6 +238,7 @@ pub use crate::discovery::ConsoleLocation;
 #[derive(Debug)]
 pub struct Daemon {
     server: McpServer,
+    control_service: Control,
     upstreams: Upstreams,
     watcher: Option<ConfigWatcher>,
     socket: AgentSocket,
@@ -310,6 +319,19 @@ impl Daemon {
             }
             None => None,
         };
+        let control_service = Control::builder(
+            engine.clone(),
+            ControlInfo::now(
+                opts.mode,
+                &opts.data_dir,
+                socket.path(),
+                http.as_ref()
+                    .map(|(e, _, _)| format!("http://{}/mcp", e.addr())),
+            ),
+        )
+        .upstreams(upstreams.clone())
+        .start()
+        .await?;
         let editor = PolicyEditor::new(
             engine.clone(),
             config_path,
@@ -317,7 +339,7 @@ impl Daemon {
             Arc::new(|_: &mut Config| {}),
             None,
         );
-        let mut server = McpServer::new(engine, limits).with_upstreams(upstreams.clone());
+        let mut server = McpServer::new(engine, limits);
         if let Some(auth) = &console {
             server = server.with_console(auth.clone());
         }
@@ -342,6 +364,7 @@ impl Daemon {
         })?;
         Ok(Self {
             server,
+            control_service,
             upstreams,
             watcher: None,
             socket,
@@ -481,21 +504,24 @@ impl Daemon {
         self.server.engine()
     }
 
+    /// The control service: what the console and the CLI's control socket
+    /// steer the engine through.
+    pub fn control(&self) -> &Control {
+        &self.control_service
+    }
+
     /// Serves until `shutdown` fires, then stops within
     /// [`SHUTDOWN_BOUND`] (the steps are in the module doc): nothing is
     /// left pending, every call that started has its audit row, and no
     /// event row is dropped.
     pub async fn run(self, shutdown: CancellationToken) {
         let server = self.server.clone();
-        let control = server.clone().with_role(Role::Control);
+        let control = server.clone().controlled_by(self.control_service.clone());
         let http = async {
             if let Some((endpoint, token, file)) = self.http {
                 let console = match self.console {
                     Some(auth) => console::router(Console {
-                        api: EngineConsole::new(
-                            self.server.engine().clone(),
-                            Some(self.upstreams.clone()),
-                        ),
+                        api: self.control_service.clone(),
                         auth,
                         editor: self.editor.clone(),
                         ui: self.ui.clone(),
@@ -521,7 +547,10 @@ impl Daemon {
         let mut serving = std::pin::pin!(serving);
         tokio::select! {
             () = serving.as_mut() => {}
-            () = shutdown.cancelled() => wind_down(&server, serving).await,
+            () = shutdown.cancelled() => {
+                self.control_service.close();
+                wind_down(&server, serving).await;
+            }
         }
         self.upstreams.shutdown_within(UPSTREAM_STOP).await;
         drop(self.watcher);

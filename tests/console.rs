@@ -630,10 +630,9 @@ async fn a_policy_edit_over_http_applies_without_a_restart_and_a_bad_one_changes
     d.stop().await;
 }
 
-/// The SSE framing, over a real listener, against a scripted feed (the
-/// control service's sequencer is not on this branch; see the report).
-/// TODO(lead): once `impl ConsoleApi for Control` exists, add the same
-/// resume-by-Last-Event-ID and reload-on-gap checks against it.
+/// The SSE framing, over a real listener, against a scripted feed (exact
+/// bytes on the wire). The same checks against the real control service
+/// are in `console_live`.
 mod sse {
     use std::sync::{Arc, Mutex};
 

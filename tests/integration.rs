@@ -6,6 +6,7 @@ mod bridge;
 mod common;
 mod config_reload;
 mod console;
+mod console_live;
 mod control;
 mod discovery;
 mod fair_breakers;

@@ -16,6 +16,7 @@ use toolgate::cancel::CancelReason;
 use toolgate::events::{Event, Outcome};
 
 use crate::common::daemon::{Raw, TestDaemon};
+use crate::common::python::python;
 
 /// Issue 13 asks for "within a second" (item 2).
 const AT_ONCE: Duration = Duration::from_secs(1);
@@ -434,18 +435,10 @@ async fn exits_within(pid: i32, within: Duration) -> bool {
 // read and the request stayed pending.
 #[tokio::test]
 async fn an_mcp_client_that_dies_behind_the_bridge_takes_its_pending_call_with_it() {
-    let ok = std::process::Command::new("python3")
-        .args(["-c", "import mcp"])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        ok,
-        "the Python `mcp` SDK is missing: run scripts/setup-test-deps first"
-    );
     let d = TestDaemon::start("").await;
     let mut events = d.engine.subscribe();
     let marker = d.root().join("ran-after-the-client-died");
-    let mut client = tokio::process::Command::new("python3")
+    let mut client = tokio::process::Command::new(python())
         .arg(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tests/fixtures/risky_client.py"

@@ -303,6 +303,7 @@ impl Engine {
 
 fn serve_options(place: &Place, data_dir: &Path) -> ServeOptions {
     let mut opts = ServeOptions::for_data_dir(data_dir.to_owned());
+    opts.mode = toolgate::control::EngineMode::Desktop;
     if let Some(socket) = &place.socket {
         opts.socket = socket.clone();
     }

@@ -2,40 +2,75 @@
 //!
 //! The decider is identified by the transport the decision arrived on,
 //! never by the decider's own words: the control socket reads its peer's
-//! pid from the kernel (`SO_PEERCRED`) and its executable from `/proc`, so
-//! the audit trail says which process approved a call (DESIGN.md: "the
-//! CLI's control socket and the console ... decisions (recording who
-//! decided)"). The console and the tray get their own variants when they
-//! exist.
+//! pid from the kernel (`SO_PEERCRED`) and its executable from `/proc`; a
+//! console session is named by a non-secret label of its cookie; the
+//! desktop shell, which holds the console's bearer token, says whether a
+//! person decided in its tray or on a notification. The engine's own
+//! closings (timeout, startup, shutdown, the caller leaving) have variants
+//! too, but are never accepted as a decision ([`Decider::is_person`]).
+//!
+//! This is the one type for "who decided" in the engine: the approval
+//! queue, the control service and its transports all use it.
 
 use std::fmt;
 
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
 use crate::context::Caller;
 
-/// Who decided.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
+/// Who decided. Recorded with every decision, in its text form.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Decider {
-    /// The `toolgate` CLI (or any process) on the control socket.
+    /// The CLI (or any process) on the control socket.
     Cli {
-        /// The peer's process id, from the kernel.
-        pid: Option<i32>,
-        /// The peer's executable, when `/proc` shows it.
+        /// The peer's pid, from the kernel.
+        pid: Option<u32>,
+        /// Its executable, when `/proc` shows it.
         exe: Option<String>,
     },
+    /// A person in the console. `session` labels the console session for
+    /// the record; it is never the session's secret cookie.
+    Console {
+        /// A non-secret label of the session, if any.
+        session: Option<String>,
+    },
+    /// The tray menu of the desktop app.
+    Tray,
+    /// An action button of a desktop notification.
+    Notification,
+    /// Nobody answered in time.
+    Timeout,
+    /// Closed at startup (the caller was gone).
+    Startup,
+    /// Closed at shutdown.
+    Shutdown,
+    /// The calling agent left.
+    Caller,
 }
 
 impl Decider {
     /// The control-socket peer `caller`.
     pub fn cli(caller: &Caller) -> Self {
         Self::Cli {
-            pid: caller.pid,
+            pid: caller.pid.and_then(|p| u32::try_from(p).ok()),
             exe: caller.exe.clone(),
         }
     }
+
+    /// Whether this is a person (who may approve or deny), rather than
+    /// the engine closing a request by itself.
+    pub fn is_person(&self) -> bool {
+        matches!(
+            self,
+            Self::Cli { .. } | Self::Console { .. } | Self::Tray | Self::Notification
+        )
+    }
 }
 
-/// `cli pid 4242 (/usr/bin/toolgate)`, the form stored as `decided_by`.
+/// `cli pid 4242 (/usr/bin/toolgate)`, `console session ab12`, `tray`, ...:
+/// the form stored as `decided_by`.
 impl fmt::Display for Decider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -49,6 +84,14 @@ impl fmt::Display for Decider {
                 }
                 Ok(())
             }
+            Self::Console { session: Some(s) } => write!(f, "console session {s}"),
+            Self::Console { session: None } => f.write_str("console"),
+            Self::Tray => f.write_str("tray"),
+            Self::Notification => f.write_str("notification"),
+            Self::Timeout => f.write_str("timeout"),
+            Self::Startup => f.write_str("startup"),
+            Self::Shutdown => f.write_str("shutdown"),
+            Self::Caller => f.write_str("caller"),
         }
     }
 }
@@ -69,5 +112,15 @@ mod tests {
             "cli pid 4242 (/usr/bin/toolgate)"
         );
         assert_eq!(Decider::cli(&Caller::via("socket")).to_string(), "cli");
+    }
+
+    #[test]
+    fn only_people_decide() {
+        let console = Decider::Console {
+            session: Some("ab12".into()),
+        };
+        assert_eq!(console.to_string(), "console session ab12");
+        assert!(console.is_person() && Decider::Tray.is_person());
+        assert!(!Decider::Timeout.is_person() && !Decider::Shutdown.is_person());
     }
 }

@@ -39,7 +39,9 @@ use crate::context::Caller;
 use crate::tool::{Risk, Source, ToolDef, Trust};
 
 /// A policy verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema, ts_rs::TS,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// Run without asking.

@@ -1,14 +1,11 @@
 //! What the console transport asks of the engine: [`ConsoleApi`], one
 //! method per route of console-design.md's table.
 //!
-//! The control service (`src/control/`, built in parallel) is the intended
-//! implementation: each method is one call of `Control` plus
-//! `ApiError::from_parts(e.code(), e.to_string(), e.field())`. Until it is
-//! wired in, [`EngineConsole`](super::engine_api::EngineConsole) answers
-//! the routes the engine can answer today (approvals, remembered rules,
-//! breakers, pins, tools) and `unavailable` for the rest. Every method has
-//! a default answering `unavailable`, so an implementation grows route by
-//! route.
+//! The control service is the implementation
+//! ([`control_api`](super::control_api)): each method is one call of
+//! `Control`. The trait keeps the transport testable on its own (its tests
+//! answer with fakes), and every method has a default answering
+//! `unavailable`, so a fake implements only what its test needs.
 //!
 //! Answers are any `Serialize` value: the transport only turns them into
 //! JSON, so the wire types stay with the service that defines them.
@@ -18,7 +15,6 @@ use std::future::Future;
 use futures::stream::BoxStream;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::error::ApiError;
 
@@ -79,6 +75,18 @@ pub struct Always {
     pub ttl_s: Option<u64>,
 }
 
+/// Where a person decided, said by the desktop shell (it holds the
+/// console's bearer token) when the decision came from its tray or a
+/// notification rather than the console page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Via {
+    /// The tray menu.
+    Tray,
+    /// A notification's action button.
+    Notification,
+}
+
 /// Body of `POST /api/approvals/{id}/approve|deny`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -89,6 +97,9 @@ pub struct DecisionBody {
     /// Also remember the decision.
     #[serde(default)]
     pub always: Option<Always>,
+    /// Bearer clients only: the desktop tray or a notification decided.
+    #[serde(default)]
+    pub decider: Option<Via>,
 }
 
 /// Body of `POST /api/approvals/{id}/scope`.
@@ -99,19 +110,8 @@ pub struct ScopeBody {
     pub scope: String,
 }
 
-/// Body of `POST /api/policy/test`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PolicyTestBody {
-    /// The tool.
-    pub tool: String,
-    /// Its arguments.
-    #[serde(default)]
-    pub args: Value,
-    /// The caller to assume (`client` name glob input).
-    #[serde(default)]
-    pub caller: Option<String>,
-}
+/// Body of `POST /api/policy/test`: the control service's input.
+pub type PolicyTestBody = crate::control::policy_test::PolicyTestInput;
 
 /// `format=` of `GET /api/audit/export`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -124,14 +124,15 @@ pub enum ExportFormat {
 }
 
 /// A file to download.
-#[derive(Debug, Clone)]
 pub struct Export {
     /// `application/x-ndjson`, `text/csv`.
     pub content_type: &'static str,
     /// Suggested file name.
     pub filename: String,
-    /// The content.
-    pub body: Vec<u8>,
+    /// The content, streamed: an audit log can be large. An error ends
+    /// the download early (the client sees a short file and the log a
+    /// line), since the status was sent with the first chunk.
+    pub body: BoxStream<'static, Result<Vec<u8>, ApiError>>,
 }
 
 fn unwired<T>(what: &str) -> impl Future<Output = ApiResult<T>> + Send + use<T> {

@@ -8,8 +8,9 @@
 //! - [`routes`]: the JSON API (`/api/...`), the SSE event stream and the
 //!   login exchange; [`assets`]: the web UI.
 //! - [`api`]: [`ConsoleApi`], what the routes ask of the engine;
-//!   [`engine_api`]: the interim implementation over the engine's parts
-//!   until the control service is wired in.
+//!   `control_api`: its implementation, the control service
+//!   ([`crate::control::Control`]), which the CLI's control socket also
+//!   serves.
 //!
 //! [`router`] builds the console's routes; the daemon merges them with the
 //! `/mcp` endpoint's on one listener, each with its own guard.
@@ -17,7 +18,7 @@
 pub mod api;
 pub mod assets;
 pub mod auth;
-pub mod engine_api;
+mod control_api;
 pub mod error;
 mod guard;
 mod routes;

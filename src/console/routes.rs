@@ -275,7 +275,13 @@ async fn audit_export<A: ConsoleApi>(State(s): S<A>, req: Request) -> Response {
                 "attachment; filename=\"{}\"",
                 export.filename.replace(['"', '\\', '\r', '\n'], "_")
             );
-            let mut r = export.body.into_response();
+            let body = export.body.map(|chunk| {
+                chunk.map_err(|e| {
+                    tracing::warn!("audit export stopped early: {}", e.message);
+                    std::io::Error::other(e.message)
+                })
+            });
+            let mut r = axum::body::Body::from_stream(body).into_response();
             let h = r.headers_mut();
             h.insert(
                 header::CONTENT_TYPE,

@@ -8,17 +8,14 @@
 //! [`ControlError::NotFound`]. The preview binds a scope to the request
 //! exactly as deciding would, and changes nothing.
 
-use std::fmt;
 use std::time::Duration;
-
-use serde::{Deserialize, Serialize};
-use ts_rs::TS;
 
 use super::types::{
     AlwaysInput, ApprovalDetail, ApproveInput, AuditQuery, CallSummary, DecidedView, DenyInput,
     RuleView, ScopePreview,
 };
 use super::{Control, ControlError};
+pub use crate::approval::Decider;
 use crate::approval::{
     Approvals, CallerInfo, Decision, PatternKind, RememberedRule, RuleEffect, ScopeDef, ScopeError,
 };
@@ -29,70 +26,6 @@ const MAX_TTL_S: u64 = 10 * 365 * 86_400;
 
 /// Longest deny reason kept (it is passed to the agent).
 const MAX_REASON: usize = 2_000;
-
-/// Who decided. Recorded with every decision, in its text form.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Decider {
-    /// The CLI, through the control socket (its peer process).
-    Cli {
-        /// The CLI's pid.
-        pid: u32,
-        /// Its executable, when readable.
-        exe: Option<String>,
-    },
-    /// A person in the console. `session` labels the console session for
-    /// the record; it is never the session's secret cookie.
-    Console {
-        /// A non-secret label of the session, if any.
-        session: Option<String>,
-    },
-    /// The tray menu of the desktop app.
-    Tray,
-    /// An action button of a desktop notification.
-    Notification,
-    /// Nobody answered in time.
-    Timeout,
-    /// Closed at startup (the caller was gone).
-    Startup,
-    /// Closed at shutdown.
-    Shutdown,
-    /// The calling agent left.
-    Caller,
-}
-
-impl Decider {
-    /// Whether this is a person (who may approve or deny), rather than
-    /// the engine closing a request by itself.
-    pub fn is_person(&self) -> bool {
-        matches!(
-            self,
-            Self::Cli { .. } | Self::Console { .. } | Self::Tray | Self::Notification
-        )
-    }
-}
-
-impl fmt::Display for Decider {
-    /// `cli pid 4242 (/usr/bin/toolgate)`, `console`, `tray`, ...
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Cli { pid, exe } => {
-                write!(f, "cli pid {pid}")?;
-                match exe {
-                    Some(exe) => write!(f, " ({exe})"),
-                    None => Ok(()),
-                }
-            }
-            Self::Console { .. } => f.write_str("console"),
-            Self::Tray => f.write_str("tray"),
-            Self::Notification => f.write_str("notification"),
-            Self::Timeout => f.write_str("timeout"),
-            Self::Startup => f.write_str("startup"),
-            Self::Shutdown => f.write_str("shutdown"),
-            Self::Caller => f.write_str("caller"),
-        }
-    }
-}
 
 impl Control {
     fn approvals(&self) -> Result<&Approvals, ControlError> {

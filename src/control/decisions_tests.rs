@@ -31,7 +31,7 @@ async fn waiting(rig: &Rig, command: &str) -> (JoinHandle<CallReply>, i64) {
 
 fn cli() -> Decider {
     Decider::Cli {
-        pid: 4242,
+        pid: Some(4242),
         exe: Some("/usr/bin/toolgate".into()),
     }
 }
@@ -310,7 +310,14 @@ async fn the_scope_preview_binds_to_the_request_and_changes_nothing() {
 #[test]
 fn deciders_read_as_the_contract_says() {
     assert_eq!(cli().to_string(), "cli pid 4242 (/usr/bin/toolgate)");
-    assert_eq!(Decider::Cli { pid: 1, exe: None }.to_string(), "cli pid 1");
+    assert_eq!(
+        Decider::Cli {
+            pid: Some(1),
+            exe: None
+        }
+        .to_string(),
+        "cli pid 1"
+    );
     assert_eq!(console().to_string(), "console");
     assert!(console().is_person() && !Decider::Shutdown.is_person());
     let json = serde_json::to_value(cli()).unwrap_or_default();

@@ -17,6 +17,7 @@
 //! | breakers | [`breakers`] |
 //! | servers, stderr, pins | [`servers`] |
 //! | tools | [`tools`] |
+//! | "what would happen to this call?" | [`policy_test`] |
 //! | what the UI sees (TypeScript bindings) | [`types`] |
 //!
 //! Wiring (the daemon, after building the engine and its upstreams, before
@@ -40,6 +41,7 @@ pub mod calls;
 pub mod decisions;
 mod error;
 pub mod outputs;
+pub mod policy_test;
 pub mod servers;
 pub mod snapshot;
 pub mod stream;
@@ -86,6 +88,10 @@ struct Inner {
     /// The newest audit row when the service started: rows above it are
     /// this run's, whose call ids are unique.
     first_row: i64,
+    /// Fired when the engine stops: live streams end then, so a console
+    /// connection never holds shutdown up (it reconnects and finds the
+    /// engine gone or restarted).
+    closing: tokio_util::sync::CancellationToken,
 }
 
 /// The control service. Cloning shares it.
@@ -162,6 +168,7 @@ impl ControlBuilder {
                 seq,
                 outputs,
                 first_row,
+                closing: tokio_util::sync::CancellationToken::new(),
             }),
         })
     }
@@ -193,6 +200,23 @@ impl Control {
     /// [`stream`].
     pub fn subscribe(&self, after: Option<u64>) -> Subscription {
         self.inner.seq.subscribe(after)
+    }
+
+    /// [`Self::subscribe`] as a stream that also ends when the engine
+    /// stops ([`Self::close`]).
+    pub fn live(
+        &self,
+        after: Option<u64>,
+    ) -> impl futures::Stream<Item = StreamItem> + Send + 'static {
+        use futures::StreamExt;
+        let closed = self.inner.closing.clone().cancelled_owned();
+        self.subscribe(after).into_stream().take_until(closed)
+    }
+
+    /// Ends every live stream, now and from now on: the engine is
+    /// stopping.
+    pub fn close(&self) {
+        self.inner.closing.cancel();
     }
 
     /// How MCP clients connect to this engine.

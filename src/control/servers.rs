@@ -58,15 +58,23 @@ impl Control {
         })
     }
 
+    /// Every pinned upstream tool (none without upstreams).
+    ///
+    /// # Errors
+    /// The pin store failed.
+    pub async fn pins(&self) -> Result<Vec<PinRecord>, ControlError> {
+        match &self.inner.upstreams {
+            Some(up) => Ok(up.pins().list().await?),
+            None => Ok(Vec::new()),
+        }
+    }
+
     /// Upstream tools held back until a person approves them.
     ///
     /// # Errors
     /// The pin store failed.
     pub async fn quarantined(&self) -> Result<Vec<PinRecord>, ControlError> {
-        let Some(up) = &self.inner.upstreams else {
-            return Ok(Vec::new());
-        };
-        let mut pins = up.pins().list().await?;
+        let mut pins = self.pins().await?;
         pins.retain(|p| p.status == PinStatus::Quarantined);
         Ok(pins)
     }

@@ -528,7 +528,9 @@ pub fn export_bindings(dir: &std::path::Path) -> Result<(), ts_rs::ExportError> 
     ToolDetail::export_all(&cfg)?;
     ErrorBody::export_all(&cfg)?;
     ConnectInfo::export_all(&cfg)?;
-    super::decisions::Decider::export_all(&cfg)?;
+    crate::approval::Decider::export_all(&cfg)?;
+    super::policy_test::PolicyTestInput::export_all(&cfg)?;
+    super::policy_test::PolicyTestResult::export_all(&cfg)?;
     Ok(())
 }
 

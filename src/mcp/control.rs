@@ -7,11 +7,11 @@ use serde_json::{Value, json};
 
 use super::jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS};
 use super::server::Refused;
-use crate::Engine;
-use crate::approval::{Decider, Decision};
+use crate::approval::Decider;
 use crate::console::ConsoleAuth;
 use crate::context::Caller;
-use crate::upstream::Upstreams;
+use crate::control::Control;
+use crate::control::types::{AlwaysInput, ApproveInput, DenyInput};
 
 /// Every control method. Only the control role answers them; on the agent
 /// socket and the agent HTTP endpoint they are unknown methods (-32601), so
@@ -57,78 +57,64 @@ fn refused(e: impl std::fmt::Display) -> Refused {
 }
 
 /// Answers one control method from `caller`, the control socket's peer
-/// (recorded as who decided).
+/// (recorded as who decided), through the control service: the console
+/// and this socket are two transports over the same [`Control`].
 pub(super) async fn handle(
-    engine: &Engine,
-    upstreams: Option<&Upstreams>,
+    control: &Control,
     console: Option<&ConsoleAuth>,
     caller: &Caller,
     method: &str,
     params: Option<Value>,
 ) -> Result<Value, Refused> {
-    let by = || Decider::cli(caller).to_string();
-    let no_approvals = || {
-        (
-            INVALID_PARAMS,
-            "this daemon runs without an approval queue".to_owned(),
-        )
-    };
-    let no_upstreams = || {
-        (
-            INVALID_PARAMS,
-            "this daemon manages no upstream servers".to_owned(),
-        )
-    };
+    let by = Decider::cli(caller);
+    let engine = control.engine();
     match method {
         "toolgate/tools" => Ok(json!({"tools": json_of(engine.tools())?})),
         "toolgate/breakers" => Ok(json!({"breakers": json_of(engine.breaker().snapshot())?})),
-        "toolgate/breakers/reset" => Ok(
-            json!({"reset": engine.breaker().reset(str_param(&params, "tool").unwrap_or_default())}),
-        ),
-        "toolgate/approvals" => {
-            Ok(json!({"pending": json_of(engine.approvals().ok_or_else(no_approvals)?.pending())?}))
+        "toolgate/breakers/reset" => {
+            let tool = str_param(&params, "tool").unwrap_or_default();
+            json_of(control.reset_breaker(tool))
         }
+        "toolgate/approvals" => Ok(json!({"pending": json_of(pending(control)?)?})),
         "toolgate/approve" => {
-            let a = engine.approvals().ok_or_else(no_approvals)?;
-            let mut decision = Decision::approve().by(by());
-            if let Some(scope) = str_param(&params, "always") {
-                decision = decision.always(scope, None);
-            }
+            let input = ApproveInput {
+                always: str_param(&params, "always").map(|scope| AlwaysInput {
+                    scope: scope.to_owned(),
+                    ttl_s: None,
+                }),
+            };
             json_of(
-                a.decide(id_param(&params)?, decision)
+                control
+                    .approve(id_param(&params)?, &by, input)
                     .await
                     .map_err(refused)?,
             )
         }
         "toolgate/deny" => {
-            let a = engine.approvals().ok_or_else(no_approvals)?;
-            let reason = str_param(&params, "reason").map(str::to_owned);
-            let decision = Decision::deny(reason).by(by());
+            let input = DenyInput {
+                reason: str_param(&params, "reason").map(str::to_owned),
+                always: None,
+            };
             json_of(
-                a.decide(id_param(&params)?, decision)
+                control
+                    .deny(id_param(&params)?, &by, input)
                     .await
                     .map_err(refused)?,
             )
         }
-        "toolgate/rules" => {
-            Ok(json!({"rules": json_of(engine.approvals().ok_or_else(no_approvals)?.rules())?}))
-        }
-        "toolgate/rules/rm" => {
-            let a = engine.approvals().ok_or_else(no_approvals)?;
-            json_of(a.revoke_rule(id_param(&params)?).await.map_err(refused)?)
-        }
-        "toolgate/servers" => {
-            Ok(json!({"servers": json_of(upstreams.ok_or_else(no_upstreams)?.statuses())?}))
-        }
-        "toolgate/pins" => {
-            let up = upstreams.ok_or_else(no_upstreams)?;
-            Ok(json!({"pins": json_of(up.pins().list().await.map_err(refused)?)?}))
-        }
+        "toolgate/rules" => Ok(json!({"rules": json_of(control.rules().map_err(refused)?)?})),
+        "toolgate/rules/rm" => json_of(
+            control
+                .revoke_rule(id_param(&params)?)
+                .await
+                .map_err(refused)?,
+        ),
+        "toolgate/servers" => Ok(json!({"servers": json_of(control.servers())?})),
+        "toolgate/pins" => Ok(json!({"pins": json_of(control.pins().await.map_err(refused)?)?})),
         "toolgate/pins/approve" => {
-            let up = upstreams.ok_or_else(no_upstreams)?;
             let name =
                 str_param(&params, "name").ok_or((INVALID_PARAMS, "missing `name`".to_owned()))?;
-            json_of(up.approve(name).await.map_err(refused)?)
+            json_of(control.approve_pin(name).await.map_err(refused)?)
         }
         "toolgate/console/login" => {
             let auth = console.ok_or((
@@ -139,4 +125,13 @@ pub(super) async fn handle(
         }
         other => Err((INVALID_PARAMS, format!("`{other}` is not a control method"))),
     }
+}
+
+/// The waiting requests, or why there are none to wait for.
+fn pending(control: &Control) -> Result<Vec<crate::approval::ApprovalRequest>, Refused> {
+    let approvals = control.engine().approvals().ok_or((
+        INVALID_PARAMS,
+        "this daemon runs without an approval queue".to_owned(),
+    ))?;
+    Ok(approvals.pending())
 }

@@ -11,4 +11,4 @@ pub mod jsonrpc;
 pub mod server;
 
 pub use control::METHODS as CONTROL_METHODS;
-pub use server::{McpServer, Role, ServerOptions};
+pub use server::{McpServer, ServerOptions};

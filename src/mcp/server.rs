@@ -168,26 +168,18 @@ impl Conn {
     }
 }
 
-/// Who a listener serves. Agents get MCP and gate mode only; the control
-/// role (the `toolgate` CLI, on its own socket) also gets the methods that
-/// inspect and steer the engine. They are never on the agent socket, so an
-/// MCP client cannot reset a breaker or, later, approve its own call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// An agent (MCP client).
-    Agent,
-    /// A person's tool (the CLI).
-    Control,
-}
-
 /// The MCP server. Cloning shares it, its calls' token and its write cut
 /// (also across roles).
 #[derive(Clone, Debug)]
 pub struct McpServer {
     engine: Engine,
     opts: Arc<ServerOptions>,
-    role: Role,
-    upstreams: Option<crate::upstream::Upstreams>,
+    /// Who a listener serves: agents get MCP and gate mode only; the
+    /// control socket's server (the `toolgate` CLI) also gets the methods
+    /// that inspect and steer the engine, answered by this control
+    /// service. They are never on the agent socket, so an MCP client
+    /// cannot reset a breaker or approve its own call.
+    control: Option<crate::control::Control>,
     console: Option<crate::console::ConsoleAuth>,
     /// The root of every connection's token: fired at the end of the
     /// shutdown grace.
@@ -203,8 +195,7 @@ impl McpServer {
         Self {
             engine,
             opts: Arc::new(opts),
-            role: Role::Agent,
-            upstreams: None,
+            control: None,
             console: None,
             calls: Cancel::new(),
             cut: CancellationToken::new(),
@@ -235,12 +226,6 @@ impl McpServer {
         self.cut.cancelled().await;
     }
 
-    /// Lets the control role show upstream servers and approve pins.
-    pub fn with_upstreams(mut self, upstreams: crate::upstream::Upstreams) -> Self {
-        self.upstreams = Some(upstreams);
-        self
-    }
-
     /// Lets the control role mint console login links
     /// (`toolgate/console/login`, for `toolgate console`).
     pub fn with_console(mut self, console: crate::console::ConsoleAuth) -> Self {
@@ -248,9 +233,10 @@ impl McpServer {
         self
     }
 
-    /// The same server in another role.
-    pub fn with_role(mut self, role: Role) -> Self {
-        self.role = role;
+    /// The same server for the control socket: it also answers the
+    /// control methods, through `control`.
+    pub fn controlled_by(mut self, control: crate::control::Control) -> Self {
+        self.control = Some(control);
         self
     }
 
@@ -439,17 +425,11 @@ impl McpServer {
                 }
                 Err(e) => Err(e),
             },
-            m if self.role == Role::Control && super::control::is_control(m) => {
+            m if let Some(control) = &self.control
+                && super::control::is_control(m) =>
+            {
                 let caller = conn.session().caller;
-                super::control::handle(
-                    &self.engine,
-                    self.upstreams.as_ref(),
-                    self.console.as_ref(),
-                    &caller,
-                    m,
-                    params,
-                )
-                .await
+                super::control::handle(control, self.console.as_ref(), &caller, m, params).await
             }
             "toolgate/register" => gate::register(&self.engine, conn, params),
             "toolgate/gate" => gate::gate(&self.engine, conn, params, cancel).await,

@@ -94,6 +94,7 @@ impl TestDaemon {
             data_dir: dir.path().join("data"),
             retention: Duration::from_secs(86_400),
             http_port: Some(0),
+            mode: toolgate::control::EngineMode::Serve,
         };
         let mut daemon = Daemon::start_with(config.clone(), &opts, limits)
             .await

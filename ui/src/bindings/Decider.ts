@@ -5,11 +5,11 @@
  */
 export type Decider = { "kind": "cli", 
 /**
- * The CLI's pid.
+ * The peer's pid, from the kernel.
  */
-pid: number, 
+pid: number | null, 
 /**
- * Its executable, when readable.
+ * Its executable, when `/proc` shows it.
  */
 exe: string | null, } | { "kind": "console", 
 /**
