@@ -54,7 +54,8 @@ function pct(xs, p) {
 const now = () => performance.timeOrigin + performance.now();
 
 function bundle() {
-  const dir = join(REPO, 'ui/dist/assets');
+  // The bundle the daemon served: --ui-dir's, else the one the binary embeds.
+  const dir = join(process.env.TOOLGATE_UI_DIR ?? join(REPO, 'ui/dist'), 'assets');
   let raw = 0;
   let gz = 0;
   for (const f of readdirSync(dir).filter((f) => f.endsWith('.js'))) {
