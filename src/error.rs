@@ -49,6 +49,7 @@ pub enum ErrorKind {
     Connection,
     /// An upstream answered with a server-side failure (HTTP 5xx or the
     /// JSON-RPC equivalent).
+    #[serde(rename = "upstream_5xx")]
     Upstream5xx,
     /// The tool ran and reported a failure of its own.
     ToolFailed,
@@ -473,6 +474,18 @@ impl CallError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_wire_and_the_audit_log_spell_error_kinds_alike() {
+        for k in [
+            ErrorKind::Upstream5xx,
+            ErrorKind::ToolFailed,
+            ErrorKind::ApprovalTimedOut,
+            ErrorKind::Cancelled,
+        ] {
+            assert_eq!(serde_json::to_value(k).unwrap(), k.as_str(), "{k:?}");
+        }
+    }
 
     #[test]
     fn denials_never_count_as_failures() {

@@ -132,6 +132,7 @@ pub enum Event {
         elapsed: Duration,
         /// What the stage did, if noteworthy ("cast `count` from string").
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[ts(optional)]
         note: Option<String>,
     },
     /// A retry is about to happen.
@@ -211,6 +212,7 @@ pub enum Event {
         tools: usize,
         /// Why it failed or restarted, if it did.
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[ts(optional)]
         error: Option<String>,
     },
     /// An upstream tool was held back from the registry until a person
@@ -259,12 +261,15 @@ pub enum Event {
         status: ApprovalStatus,
         /// Who closed it (`timeout`, `startup`, a person's name, ...).
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[ts(optional)]
         by: Option<String>,
         /// A person's reason, or why it expired.
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[ts(optional)]
         reason: Option<String>,
         /// The "always" rule made with the decision.
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[ts(optional)]
         rule_id: Option<i64>,
     },
     /// A remembered decision was added, edited or revoked.

@@ -103,11 +103,23 @@ pub struct DecisionBody {
 }
 
 /// Body of `POST /api/approvals/{id}/scope`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(deny_unknown_fields)]
 pub struct ScopeBody {
     /// The scope to preview.
     pub scope: String,
+}
+
+/// Body of `PUT /api/policy`: the edited document and the policy version
+/// it was made from (a newer running policy makes the edit stale).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyPut {
+    /// The whole policy as edited.
+    pub doc: crate::config::edit::PolicyDoc,
+    /// `version` of the policy the edit started from.
+    #[ts(type = "number")]
+    pub base_version: u64,
 }
 
 /// Body of `POST /api/policy/test`: the control service's input.

@@ -11,7 +11,8 @@ use crate::config::edit::FieldError;
 use crate::policy_edit::EditError;
 
 /// The stable error codes of the console API.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ts_rs::TS)]
+#[ts(rename = "ErrorCode")]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Code {
@@ -78,8 +79,9 @@ impl Code {
     }
 }
 
-/// An error answer of the console API.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+/// An error answer of the console API (the TypeScript `ErrorBody`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error, ts_rs::TS)]
+#[ts(rename = "ErrorBody")]
 #[error("{}: {message}", code.as_str())]
 pub struct ApiError {
     /// What kind of failure (decides the status).
@@ -88,9 +90,11 @@ pub struct ApiError {
     pub message: String,
     /// The request field it is about.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub field: Option<String>,
     /// Every field problem, for policy edits (the first is `field`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[ts(optional, as = "Option<Vec<FieldError>>")]
     pub errors: Vec<FieldError>,
 }
 
@@ -146,8 +150,10 @@ impl From<EditError> for ApiError {
     }
 }
 
-#[derive(Serialize)]
-struct Body<'a> {
+/// What an error response's body holds: `{"error": {...}}`.
+#[derive(Serialize, ts_rs::TS)]
+#[ts(rename = "ErrorEnvelope")]
+pub(crate) struct Body<'a> {
     error: &'a ApiError,
 }
 

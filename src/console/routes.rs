@@ -24,7 +24,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::api::{
-    Actor, ApiResult, ConsoleApi, DecisionBody, ExportFormat, FeedItem, PolicyTestBody, ScopeBody,
+    Actor, ApiResult, ConsoleApi, DecisionBody, ExportFormat, FeedItem, PolicyPut, PolicyTestBody,
+    ScopeBody,
 };
 use super::auth::COOKIE;
 use super::error::{ApiError, Code};
@@ -424,15 +425,8 @@ async fn validate_policy<A: ConsoleApi>(State(s): S<A>, bytes: Bytes) -> Respons
     json(s.editor.validate(&doc).map_err(ApiError::from))
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PutPolicy {
-    doc: PolicyDoc,
-    base_version: u64,
-}
-
 async fn put_policy<A: ConsoleApi>(State(s): S<A>, bytes: Bytes) -> Response {
-    match body::<PutPolicy>(&bytes) {
+    match body::<PolicyPut>(&bytes) {
         Ok(p) => json(
             s.editor
                 .apply(&p.doc, p.base_version)

@@ -484,8 +484,9 @@ pub struct ConnectInfo {
     pub http_url: Option<String>,
 }
 
-/// An error as the console receives it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+/// A control error's parts, as a transport reports it (the console's
+/// wire form, with its own codes, is `console::ApiError`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ErrorBody {
     /// `not_found`, `stale`, `invalid`, `unavailable`, `internal` (and the
     /// transport's `unauthorized`, `forbidden`).
@@ -526,7 +527,17 @@ pub fn export_bindings(dir: &std::path::Path) -> Result<(), ts_rs::ExportError> 
     StderrPage::export_all(&cfg)?;
     PinDiff::export_all(&cfg)?;
     ToolDetail::export_all(&cfg)?;
-    ErrorBody::export_all(&cfg)?;
+    crate::console::ApiError::export_all(&cfg)?;
+    crate::console::error::Body::export_all(&cfg)?;
+    crate::console::api::ScopeBody::export_all(&cfg)?;
+    crate::console::api::PolicyPut::export_all(&cfg)?;
+    crate::config::edit::PolicyDoc::export_all(&cfg)?;
+    crate::config::edit::RuleDoc::export_all(&cfg)?;
+    crate::config::edit::FieldError::export_all(&cfg)?;
+    crate::policy_edit::PolicyView::export_all(&cfg)?;
+    crate::policy_edit::Validation::export_all(&cfg)?;
+    crate::policy_edit::Applied::export_all(&cfg)?;
+    crate::approval::Verdict::export_all(&cfg)?;
     ConnectInfo::export_all(&cfg)?;
     crate::approval::Decider::export_all(&cfg)?;
     super::policy_test::PolicyTestInput::export_all(&cfg)?;

@@ -217,18 +217,23 @@ pub enum Risk {
 pub struct Annotations {
     /// Human-readable title.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub title: Option<String>,
     /// The tool does not modify its environment.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub read_only_hint: Option<bool>,
     /// The tool may perform destructive updates.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub destructive_hint: Option<bool>,
     /// Repeating the call with the same arguments has no extra effect.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub idempotent_hint: Option<bool>,
     /// The tool talks to an open world (e.g. the web).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub open_world_hint: Option<bool>,
 }
 
@@ -258,6 +263,7 @@ pub struct ParamGuard {
     /// checked when the tool runs, after a person may have approved a call
     /// that cannot run (issue 13, item 6: `shell_exec` with no roots).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
     pub default: Option<String>,
 }
 

@@ -41,9 +41,11 @@ pub enum Content {
         uri: String,
         /// MIME type, if known.
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[ts(optional)]
         mime_type: Option<String>,
         /// Embedded text, if the tool included it.
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[ts(optional)]
         text: Option<String>,
     },
 }

@@ -49,6 +49,22 @@ const shots = [
   { name: 'servers', url: '/?demo=static#/servers', act: async (p) => { await p.getByRole('button', { name: 'Show stderr' }).first().click(); await p.waitForTimeout(800); } },
   { name: 'audit', url: '/?demo=static#/audit' },
   { name: 'settings', url: '/?demo=static#/settings?tab=connect' },
+  { name: 'settings-about', url: '/?demo=static#/settings?tab=about' },
+  // Inside the desktop window: a stand-in for Tauri's __TAURI_INTERNALS__ (set before the page's own script).
+  { name: 'settings-desktop', url: '/?demo=static#/settings?tab=desktop', before: (p) => p.addInitScript(fakeTauri, { refuse: null }) },
+  {
+    name: 'settings-desktop-refused',
+    url: '/?demo=static#/settings?tab=desktop',
+    before: (p) => p.addInitScript(fakeTauri, { refuse: 'could not register the login item: org.freedesktop.portal.Background is not available' }),
+    act: async (p) => { await p.getByRole('switch', { name: 'Start at login' }).click(); await p.waitForTimeout(300); },
+  },
+  { name: 'tools-denied', url: '/?demo=static#/tools?name=desktop__execute_command' },
+  { name: 'audit-detail', url: '/?demo=static#/audit', act: async (p) => { await p.locator('.trow').nth(2).click(); await p.waitForTimeout(800); } },
+  {
+    name: 'policy-test',
+    url: '/?demo=static#/policy',
+    act: async (p) => { await p.getByLabel('Tool', { exact: true }).fill('shell_exec'); await p.getByRole('button', { name: 'Test' }).click(); await p.waitForTimeout(600); await p.locator('.result').scrollIntoViewIfNeeded(); },
+  },
   { name: 'pinned-feed', url: '/?demo=static#/breakers', act: async (p) => { await p.getByRole('button', { name: 'Pin feed' }).click(); await p.waitForTimeout(400); } },
   { name: 'shortcuts', url: '/?demo=static#/approvals', act: async (p) => { await p.waitForTimeout(400); await p.keyboard.press('Shift+?'); } },
   { name: 'down', url: '/?demo=down#/approvals', wait: 1800 },
@@ -56,10 +72,27 @@ const shots = [
   { name: 'reloaded', url: '/?demo=reloaded#/approvals', wait: 1200 },
 ];
 
+/** Runs in the page before its scripts: what Tauri injects in the desktop window, answering the two settings commands. */
+function fakeTauri({ refuse }) {
+  const state = { notifications: true, start_at_login: false };
+  window.__TAURI_INTERNALS__ = {
+    invoke: async (cmd, args) => {
+      await new Promise((r) => setTimeout(r, 60));
+      if (cmd === 'get_desktop_settings') return { ...state };
+      if (cmd === 'set_desktop_settings') {
+        if (refuse) throw refuse;
+        Object.assign(state, args.patch);
+        return { ...state };
+      }
+      throw `unknown command ${cmd}`;
+    },
+  };
+}
+
 const browser = await chromium.launch({
   executablePath: '/usr/bin/chromium',
   headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
 });
 const problems = [];
 try {

@@ -9,20 +9,20 @@ export type Annotations = {
 /**
  * Human-readable title.
  */
-title: string | null, 
+title?: string, 
 /**
  * The tool does not modify its environment.
  */
-readOnlyHint: boolean | null, 
+readOnlyHint?: boolean, 
 /**
  * The tool may perform destructive updates.
  */
-destructiveHint: boolean | null, 
+destructiveHint?: boolean, 
 /**
  * Repeating the call with the same arguments has no extra effect.
  */
-idempotentHint: boolean | null, 
+idempotentHint?: boolean, 
 /**
  * The tool talks to an open world (e.g. the web).
  */
-openWorldHint: boolean | null, };
+openWorldHint?: boolean, };

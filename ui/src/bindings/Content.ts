@@ -36,8 +36,8 @@ uri: string,
 /**
  * MIME type, if known.
  */
-mime_type: string | null, 
+mime_type?: string, 
 /**
  * Embedded text, if the tool included it.
  */
-text: string | null, };
+text?: string, };

@@ -4,4 +4,4 @@
  * The class of a failed call, stable across versions: it is written to the
  * audit log and shown to agents, so variants are only ever added.
  */
-export type ErrorKind = "unknown_tool" | "not_allowed" | "blocked" | "loop_detected" | "invalid_args" | "guard_denied" | "policy_denied" | "needs_approval" | "denied" | "approval_timed_out" | "breaker_open" | "timeout" | "rate_limit" | "connection" | "upstream5xx" | "tool_failed" | "internal" | "cancelled";
+export type ErrorKind = "unknown_tool" | "not_allowed" | "blocked" | "loop_detected" | "invalid_args" | "guard_denied" | "policy_denied" | "needs_approval" | "denied" | "approval_timed_out" | "breaker_open" | "timeout" | "rate_limit" | "connection" | "upstream_5xx" | "tool_failed" | "internal" | "cancelled";

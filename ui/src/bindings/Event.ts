@@ -46,7 +46,7 @@ elapsed: number,
 /**
  * What the stage did, if noteworthy ("cast `count` from string").
  */
-note: string | null, } | { "type": "call_retry", 
+note?: string, } | { "type": "call_retry", 
 /**
  * Call id.
  */
@@ -142,7 +142,7 @@ tools: number,
 /**
  * Why it failed or restarted, if it did.
  */
-error: string | null, } | { "type": "tool_quarantined", 
+error?: string, } | { "type": "tool_quarantined", 
 /**
  * The server.
  */
@@ -206,15 +206,15 @@ status: ApprovalStatus,
 /**
  * Who closed it (`timeout`, `startup`, a person's name, ...).
  */
-by: string | null, 
+by?: string, 
 /**
  * A person's reason, or why it expired.
  */
-reason: string | null, 
+reason?: string, 
 /**
  * The "always" rule made with the decision.
  */
-rule_id: number | null, } | { "type": "approval_rule_changed", 
+rule_id?: number, } | { "type": "approval_rule_changed", 
 /**
  * Rule id.
  */

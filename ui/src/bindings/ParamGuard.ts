@@ -20,4 +20,4 @@ kind: GuardKind,
  * checked when the tool runs, after a person may have approved a call
  * that cannot run (issue 13, item 6: `shell_exec` with no roots).
  */
-default?: string | null, };
+default?: string, };

@@ -12,15 +12,24 @@
  */
 import { setTransport, type Method } from '../lib/api/client';
 import type {
+  Applied,
   ApprovalRequest,
   CallSummary,
-  Envelope,
-  Event,
+  DecidedView,
+  FieldError,
   PolicyDoc,
   PolicyPut,
-  PolicyTestBody,
+  PolicyTestInput,
+  PolicyTestResult,
+  RuleView,
+  ScopePreview,
+  ServerStatus,
   Snapshot,
+  StderrPage,
+  Validation,
+  WireEvent,
 } from '../lib/api/types';
+import { errorKind } from '../lib/format';
 import type { EventSourceLike } from '../lib/stream';
 import * as fx from './fixtures';
 
@@ -56,8 +65,25 @@ function json(body: unknown, status = 200): Response {
   return new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } });
 }
 
-function err(status: number, code: string, message: string, field?: string): Response {
-  return json({ error: { code, message, ...(field ? { field } : {}) } }, status);
+function err(status: number, code: string, message: string, field?: string, errors?: FieldError[]): Response {
+  return json({ error: { code, message, ...(field ? { field } : {}), ...(errors?.length ? { errors } : {}) } }, status);
+}
+
+/**
+ * Like the engine's `deny_unknown_fields`: a body with a key it does not
+ * know is refused with 422, so a UI that sends extra fields fails here too.
+ */
+function unknownField(body: unknown, allowed: readonly string[], path = ''): string | null {
+  if (!body || typeof body !== 'object') return null;
+  for (const [k, v] of Object.entries(body)) {
+    if (path === '' && k === 'always') {
+      const inner = unknownField(v, ['scope', 'ttl_s'], 'always.');
+      if (inner) return inner;
+      continue;
+    }
+    if (!allowed.includes(k)) return `${path}${k}`;
+  }
+  return null;
 }
 
 export function install(): Demo {
@@ -74,8 +100,9 @@ export function install(): Demo {
   let callNo = 0;
   const r = fx.rng(99);
 
-  const emit = (event: Event, ts = Date.now()) => {
-    const env: Envelope = { seq: ++seq, ts_ms: ts, event };
+  // Events go out as the engine serialises them (fields that are None left out).
+  const emit = (event: WireEvent, ts = Date.now()) => {
+    const env = { seq: ++seq, ts_ms: ts, event };
     for (const s of sources) s.emit('message', env);
   };
 
@@ -99,6 +126,8 @@ export function install(): Demo {
     });
     return true;
   };
+
+  const ruleView = (rule: RuleView['rule'], words: string): RuleView => ({ rule, active: true, hits: 0, last_used_ms: null, words });
 
   const route = async (method: Method, path: string, body: unknown): Promise<Response> => {
     if (mode === 'down') throw new TypeError('Failed to fetch');
@@ -128,6 +157,8 @@ export function install(): Demo {
       );
       const limit = Number(url.searchParams.get('limit') ?? 100);
       const rows = all.slice(0, limit);
+      // The detail of a row the audit page lists is that row's call.
+      for (const c of rows) calls.set(c.call_id, c);
       return json({ rows, next_before: rows.length === limit ? (rows[rows.length - 1]?.id ?? null) : null });
     }
     if ((m = /^\/api\/approvals\/(\d+)$/.exec(p))) {
@@ -140,25 +171,31 @@ export function install(): Demo {
     if ((m = /^\/api\/approvals\/(\d+)\/(approve|deny|scope)$/.exec(p))) {
       const id = Number(m[1]);
       const b = (body ?? {}) as { reason?: string; scope?: string; always?: { scope: string; ttl_s?: number } };
+      const allowed = m[2] === 'approve' ? ['always'] : m[2] === 'deny' ? ['reason', 'always'] : ['scope'];
+      const unknown = unknownField(body, allowed);
+      if (unknown) return err(422, 'invalid', `unknown field \`${unknown.split('.').pop()}\`, expected one of ${allowed.join(', ')}`, unknown);
       const req = pending.get(id);
       if (m[2] === 'scope') {
         const scope = b.scope ?? '';
         const covers = !/tool=(?!\*|shell|fs|github|db|slack)/.test(scope);
-        return json({
+        const preview: ScopePreview = {
           text: scope.replace(/^tool(?=,|$)/, `tool=${req?.tool ?? 'tool'}`).replace(/,caller(?=,|$)/, `,caller=[socket client ${req?.caller.client_name ?? '?'} uid 1000]`),
           covers_request: covers,
           words: covers
-            ? `Every ${req?.tool ?? 'tool'} call${scope.includes('/') ? ' whose arguments match the patterns' : ''}${scope.includes('caller') ? ` from ${req?.caller.client_name ?? 'this caller'}` : ''} will be decided without asking.`
+            ? `Every call of \`${req?.tool ?? 'tool'}\`${scope.includes('/') ? ' whose arguments match the patterns' : ''}${scope.includes('caller') ? `, from ${req?.caller.client_name ?? 'this caller'}` : ''}.`
             : 'This scope does not cover the request being decided.',
-        });
+          problem: covers ? null : 'the scope does not cover the request being decided; widen it or decide once',
+        };
+        return json(preview);
       }
       if (!req) return err(409, 'stale', `Approval request #${id} is already closed; nothing was changed.`);
       const status = m[2] === 'approve' ? 'approved' : 'denied';
       finishApproval(id, status, 'console', b.reason);
+      let made: RuleView['rule'] | null = null;
       if (b.always) {
-        const rule = {
+        made = {
           id: rules.length + 10,
-          effect: status === 'approved' ? ('allow' as const) : ('deny' as const),
+          effect: status === 'approved' ? 'allow' : 'deny',
           scope: { tool: req.tool },
           scope_text: b.always.scope,
           reason: b.reason ?? null,
@@ -167,22 +204,26 @@ export function install(): Demo {
           from_request: id,
           expires_ms: b.always.ttl_s ? Date.now() + b.always.ttl_s * 1000 : null,
           revoked_ms: null,
-          hits: 0,
-          last_used_ms: null,
         };
-        rules = [rule, ...rules];
-        emit({ type: 'approval_rule_changed', rule_id: rule.id, change: 'added', effect: rule.effect, scope: rule.scope_text });
+        rules = [ruleView(made, `${status === 'approved' ? 'Allow' : 'Deny'} every call of \`${req.tool}\`, until revoked.`), ...rules];
+        emit({ type: 'approval_rule_changed', rule_id: made.id, change: 'added', effect: made.effect, scope: made.scope_text });
       }
-      return json({ request: { ...req, status }, rule: null });
+      const now_ms = Date.now();
+      const decided: DecidedView = {
+        request: { ...req, status, decided_ms: now_ms, decided_by: 'console', decision_reason: b.reason ?? null, rule_id: made?.id ?? null, waiting: false },
+        rule: made,
+        decided_by: 'console',
+      };
+      return json(decided);
     }
     if (p === '/api/rules') return json(rules);
     if ((m = /^\/api\/rules\/(\d+)$/.exec(p)) && method === 'DELETE') {
       const id = Number(m[1]);
-      const rule = rules.find((x) => x.id === id);
-      if (!rule) return err(404, 'not_found', `No remembered rule #${id}.`);
-      rules = rules.filter((x) => x.id !== id);
-      emit({ type: 'approval_rule_changed', rule_id: id, change: 'revoked', effect: rule.effect, scope: rule.scope_text });
-      return json({ ...rule, revoked_ms: Date.now() });
+      const v = rules.find((x) => x.rule.id === id);
+      if (!v) return err(404, 'not_found', `No remembered rule #${id}.`);
+      rules = rules.filter((x) => x.rule.id !== id);
+      emit({ type: 'approval_rule_changed', rule_id: id, change: 'revoked', effect: v.rule.effect, scope: v.rule.scope_text });
+      return json({ ...v.rule, revoked_ms: Date.now() });
     }
     if ((m = /^\/api\/breakers\/([^/]+)\/reset$/.exec(p))) {
       const tool = decodeURIComponent(m[1] ?? '');
@@ -192,14 +233,17 @@ export function install(): Demo {
     if ((m = /^\/api\/servers\/([^/]+)\/restart$/.exec(p))) {
       const name = decodeURIComponent(m[1] ?? '');
       const s = snap.servers.find((x) => x.server === name);
-      emit({ type: 'server_status', server: name, state: 'restarting', tools: s?.tools ?? 0 });
-      setTimeout(() => emit({ type: 'server_status', server: name, state: 'ready', tools: s?.tools ?? 0 }), 1500);
-      return json({ ...(s ?? {}), state: 'restarting' });
+      if (!s) return err(404, 'not_found', `No server named ${name}.`);
+      emit({ type: 'server_status', server: name, state: 'restarting', tools: s.tools });
+      setTimeout(() => emit({ type: 'server_status', server: name, state: 'ready', tools: s.tools }), 1500);
+      const answer: ServerStatus = { ...s, state: 'restarting', restarts: s.restarts + 1 };
+      return json(answer);
     }
     if ((m = /^\/api\/servers\/([^/]+)\/stderr$/.exec(p))) {
       const after = Number(url.searchParams.get('after') ?? 0);
       const n = after === 0 ? 40 : Math.floor(r() * 3);
-      return json({ lines: fx.stderrLines(decodeURIComponent(m[1] ?? ''), after, n), next: after + n });
+      const page: StderrPage = { lines: fx.stderrLines(decodeURIComponent(m[1] ?? ''), after + 1, n), next: after + n, skipped: 0 };
+      return json(page);
     }
     if ((m = /^\/api\/pins\/([^/]+)\/approve$/.exec(p))) {
       const tool = decodeURIComponent(m[1] ?? '');
@@ -217,20 +261,24 @@ export function install(): Demo {
     if (p === '/api/policy/validate') return json(validate(policy.doc, body as PolicyDoc));
     if (p === '/api/policy' && method === 'PUT') {
       const put = body as PolicyPut;
-      if (put.base_version !== policy.version) return err(409, 'stale', 'The policy changed since you loaded it; reload and redo your edit.');
+      if (put.base_version !== policy.version) {
+        return err(409, 'stale', `the policy changed since this edit was started (version ${put.base_version} → ${policy.version}); reload it and apply again`);
+      }
       const v = validate(policy.doc, put.doc);
-      if (!v.ok) return err(422, 'invalid', v.errors[0]?.message ?? 'invalid', v.errors[0]?.field);
-      policy = { ...policy, doc: put.doc, version: policy.version + 1 };
+      if (!v.ok) return err(422, 'invalid', `the edit is invalid: ${v.errors.map((e) => e.message).join('; ')}`, v.errors[0]?.field, v.errors);
+      policy = { ...policy, doc: { ...put.doc, version: policy.version + 1 }, version: policy.version + 1 };
       emit({ type: 'policy_reloaded', version: policy.version });
-      return json({ version: policy.version, diff: v.diff });
+      const applied: Applied = { version: policy.version, diff: v.diff, warnings: v.warnings, restart_needed: policy.restart_needed };
+      return json(applied);
     }
     if (p === '/api/policy/test') {
-      const t = body as PolicyTestBody;
+      const t = body as PolicyTestInput;
       const cmd = JSON.stringify(t.args ?? {});
-      if (/rm\s+-r|rm\s+-f/.test(cmd)) return json({ verdict: 'ask', risk: 'critical', rule: 'default:shell-rm-recursive', reason: 'Deletes files recursively.' });
-      if (policy.doc.denied_tools.some((g) => new RegExp(`^${g.replace(/\*/g, '.*')}$`).test(t.tool)))
-        return json({ verdict: 'deny', risk: 'high', rule: 'denied_tools', reason: `${t.tool} is on the denylist.` });
-      return json({ verdict: 'allow', risk: 'low', rule: 'preset:default', reason: 'Low risk runs without asking under the default preset.' });
+      const answer = (verdict: PolicyTestResult['verdict'], rule: string, reason: string): Response =>
+        json({ tool: t.tool, verdict, risk: verdict === 'ask' ? 'high' : 'low', rule, reason } satisfies PolicyTestResult);
+      if (/rm\s+-r|rm\s+-f/.test(cmd)) return answer('ask', 'default:shell-rm-recursive', 'Deletes files recursively: `rm` with -r/-f can remove a whole tree.');
+      if (policy.doc.denied_tools.some((g) => new RegExp(`^${g.replace(/\*/g, '.*')}$`).test(t.tool))) return answer('deny', 'allowlist', `hidden from agents: matches deny pattern`);
+      return answer('allow', 'preset:default', 'Low risk runs without asking under the default preset.');
     }
     if (p === '/api/connect') return json(fx.connectInfo());
     return err(404, 'not_found', `No such endpoint: ${method} ${p}`);
@@ -259,7 +307,7 @@ export function install(): Demo {
             elapsed: c.elapsed_us,
             outcome:
               c.outcome === 'error'
-                ? { status: 'err', kind: c.error_kind ?? 'internal', message: c.error_message ?? '' }
+                ? { status: 'err', kind: errorKind(c.error_kind ?? '') ?? 'internal', message: c.error_message ?? '' }
                 : { status: 'ok', is_error: c.outcome === 'tool_error', size: c.output_size },
           }),
         Math.min(3000, c.elapsed_us / 1000),
@@ -330,8 +378,8 @@ export function install(): Demo {
   };
 }
 
-function validate(before: PolicyDoc, doc: PolicyDoc): { ok: boolean; diff: string; errors: { field: string; message: string }[] } {
-  const errors: { field: string; message: string }[] = [];
+function validate(before: PolicyDoc, doc: PolicyDoc): Validation {
+  const errors: FieldError[] = [];
   doc.rules.forEach((rule, i) => {
     if (!rule.tool.trim()) errors.push({ field: `rules[${i}].tool`, message: 'Give a tool-name glob, e.g. shell_exec or github__*.' });
     if (!rule.risk && !rule.verdict) errors.push({ field: `rules[${i}]`, message: `policy.rules[${i}]: set either risk or verdict.` });
@@ -382,6 +430,10 @@ function validate(before: PolicyDoc, doc: PolicyDoc): { ok: boolean; diff: strin
       if (b[i] !== undefined) lines.push(`+${b[i]}`);
     }
   }
-  const diff = changed ? ['--- toolgate.toml (running)', '+++ toolgate.toml (edited)', '@@ -1 +1 @@', ...lines].join('\n') : '';
-  return { ok: errors.length === 0, diff, errors };
+  const diff = changed ? ['--- config.toml (running)', '+++ config.toml (edited)', '@@ -1 +1 @@', ...lines].join('\n') : '';
+  if (errors.length) return { ok: false, diff: '', errors, warnings: [] };
+  const names = fx.TOOLS.map((t) => t.name);
+  const globRe = (g: string) => new RegExp(`^${g.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`);
+  const warnings = [...(doc.allowed_tools ?? []), ...doc.denied_tools].filter((g) => g.trim() && !names.some((n) => globRe(g).test(n)));
+  return { ok: true, diff, errors, warnings };
 }

@@ -51,6 +51,8 @@ describe('durations', () => {
     expect(relative(now - 3 * 3_600_000, now)).toBe('3 h ago');
     expect(relative(now - 2 * 86_400_000, now)).toBe('2 d ago');
     expect(relative(now + 30_000, now)).toBe('in 30 s');
+    expect(relative(now + 5 * 86_400_000 - 1_000, now)).toBe('in 5 d');
+    expect(relative(now + 3 * 3_600_000, now)).toBe('in 3 h');
   });
 
   it('reads bytes and percentages', () => {
@@ -81,6 +83,9 @@ describe('states always have a word and an icon', () => {
     expect(callLook({ outcome: 'error', error_kind: 'denied' })).toMatchObject({ tone: 'danger', word: 'Denied' });
     expect(callLook({ outcome: 'error', error_kind: null }).word).toBe('Error');
     expect(errorLook('breaker_open').word).toBe('Breaker open');
+    expect(errorLook('upstream_5xx').word).toBe('Upstream error');
+    expect(errorLook('some_new_class').word).toBe('some new class');
+    expect(callLook({ outcome: 'cancelled', error_kind: 'cancelled' })).toMatchObject({ tone: 'muted', word: 'Cancelled' });
   });
 
   it('every look carries a word and an icon', () => {
@@ -120,12 +125,19 @@ describe('words about people and causes', () => {
   it('says who decided elsewhere', () => {
     expect(deciderWords('cli pid 4242 (/usr/bin/toolgate)')).toBe('from the CLI (pid 4242)');
     expect(deciderWords('tray')).toBe('from the tray');
+    expect(deciderWords('console session 3f2a')).toBe('in a console window');
     expect(deciderWords(null)).toBe('elsewhere');
   });
 
   it('explains how a request ended', () => {
     expect(endedCause('timed_out', 'timeout', null, false)).toMatch(/^Timed out/);
-    expect(endedCause('expired', 'caller', null, false)).toBe('Cancelled — the agent left before a decision');
+    expect(endedCause('cancelled', 'caller', null, false)).toBe(
+      'Cancelled — the agent cancelled the call or left before a decision',
+    );
+    expect(
+      endedCause('cancelled', 'caller', 'the call was cancelled because the client disconnected before a decision', false),
+    ).toBe('Cancelled — the call was cancelled because the client disconnected before a decision');
+    expect(endedCause('expired', 'startup', null, false)).toMatch(/^Expired — toolgate restarted/);
     expect(endedCause('approved', 'tray', null, false)).toBe('Approved from the tray');
     expect(endedCause('denied', 'console', 'not on main', true)).toBe('Denied by you — “not on main”');
   });

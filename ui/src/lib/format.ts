@@ -73,7 +73,9 @@ export function relative(ts_ms: number, now_ms: number): string {
   if (d < 0) {
     const ahead = -d;
     if (ahead < 5_000) return 'just now';
-    return `in ${secondsLeft(ahead)}`;
+    if (ahead < 3_600_000) return `in ${secondsLeft(ahead)}`;
+    if (ahead < 86_400_000) return `in ${Math.round(ahead / 3_600_000)} h`;
+    return `in ${Math.round(ahead / 86_400_000)} d`;
   }
   if (d < 5_000) return 'just now';
   if (d < 60_000) return `${Math.floor(d / 1_000)} s ago`;
@@ -192,17 +194,23 @@ const APPROVAL: Record<ApprovalStatus, Look> = {
   approved: { tone: 'ok', icon: 'check-circle', word: 'Approved' },
   denied: { tone: 'danger', icon: 'x-circle', word: 'Denied' },
   timed_out: { tone: 'high', icon: 'timer-off', word: 'Timed out' },
-  expired: { tone: 'muted', icon: 'slash', word: 'Cancelled' },
+  expired: { tone: 'muted', icon: 'slash', word: 'Expired' },
+  cancelled: { tone: 'muted', icon: 'slash', word: 'Cancelled' },
 };
 
 export function approvalLook(s: ApprovalStatus): Look {
   return APPROVAL[s];
 }
 
-/** How a finished call reads: outcome + error class → one look. */
+/**
+ * How a call ended, as a live row or the audit log says it: `ok`,
+ * `tool_error`, `error`, `cancelled` (audit rows), or `running` (live only).
+ * Typed `string`: the audit column may grow, and an unknown value still reads.
+ */
 export interface CallEnd {
-  outcome: 'ok' | 'tool_error' | 'error' | 'running';
-  error_kind?: ErrorKind | null | undefined;
+  outcome: string;
+  /** The error class; audit rows carry it as text. */
+  error_kind?: string | null | undefined;
 }
 
 const ERROR_WORDS: Record<ErrorKind, Look> = {
@@ -223,10 +231,18 @@ const ERROR_WORDS: Record<ErrorKind, Look> = {
   upstream_5xx: { tone: 'danger', icon: 'server', word: 'Upstream error' },
   tool_failed: { tone: 'danger', icon: 'x-circle', word: 'Tool failed' },
   internal: { tone: 'danger', icon: 'bug', word: 'Internal error' },
+  cancelled: { tone: 'muted', icon: 'slash', word: 'Cancelled' },
 };
 
-export function errorLook(k: ErrorKind): Look {
-  return ERROR_WORDS[k] ?? { tone: 'danger', icon: 'x-circle', word: k };
+/** The error class as `ErrorKind`, or null for a class newer than this UI. */
+export function errorKind(k: string): ErrorKind | null {
+  return Object.hasOwn(ERROR_WORDS, k) ? (k as ErrorKind) : null;
+}
+
+/** An error class in a word; unknown (newer) classes read as themselves. */
+export function errorLook(k: string): Look {
+  const kind = errorKind(k);
+  return kind ? ERROR_WORDS[kind] : { tone: 'danger', icon: 'x-circle', word: k.replaceAll('_', ' ') };
 }
 
 export function callLook(c: CallEnd): Look {
@@ -237,7 +253,11 @@ export function callLook(c: CallEnd): Look {
       return { tone: 'ok', icon: 'check-circle', word: 'OK' };
     case 'tool_error':
       return { tone: 'danger', icon: 'x-circle', word: 'Tool error' };
+    case 'cancelled':
+      return { tone: 'muted', icon: 'slash', word: 'Cancelled' };
     case 'error':
+    default:
+      if (c.error_kind === 'cancelled') return ERROR_WORDS.cancelled;
       return c.error_kind ? errorLook(c.error_kind) : { tone: 'danger', icon: 'x-circle', word: 'Error' };
   }
 }
@@ -269,9 +289,8 @@ export function deciderWords(by: string | null | undefined): string {
     const pid = /pid (\d+)/.exec(by)?.[1];
     return pid ? `from the CLI (pid ${pid})` : 'from the CLI';
   }
+  if (by.startsWith('console')) return 'in a console window';
   switch (by) {
-    case 'console':
-      return 'in a console window';
     case 'tray':
       return 'from the tray';
     case 'notification':
@@ -306,11 +325,16 @@ export function endedCause(
       return mine ? `Denied by you${why}` : `Denied ${deciderWords(by)}${why}`;
     case 'timed_out':
       return 'Timed out — nobody answered, so the call was denied';
+    // The engine words these reasons itself ("the call was cancelled because
+    // the client disconnected before a decision"); a missing one falls back.
     case 'expired':
-      if (by === 'caller') return 'Cancelled — the agent left before a decision';
-      if (by === 'startup') return 'Closed — toolgate restarted while it waited';
-      if (by === 'shutdown') return 'Closed — toolgate shut down while it waited';
-      return `Cancelled${reason ? ` — ${reason}` : ''}`;
+      if (reason) return `Expired — ${reason}`;
+      if (by === 'startup') return 'Expired — toolgate restarted and the agent was gone';
+      return 'Expired — nobody was waiting for it any more';
+    case 'cancelled':
+      if (reason) return `Cancelled — ${reason}`;
+      if (by === 'shutdown') return 'Cancelled — toolgate shut down before a decision';
+      return 'Cancelled — the agent cancelled the call or left before a decision';
   }
 }
 
@@ -325,7 +349,9 @@ export function endedShort(status: ApprovalStatus, by: string | null | undefined
     case 'timed_out':
       return 'Nobody answered in time';
     case 'expired':
-      return by === 'caller' ? 'The agent left' : by === 'startup' ? 'toolgate restarted' : by === 'shutdown' ? 'toolgate shut down' : 'Closed';
+      return by === 'startup' ? 'toolgate restarted' : 'Expired';
+    case 'cancelled':
+      return by === 'caller' ? 'The agent left' : by === 'shutdown' ? 'toolgate shut down' : 'Cancelled';
   }
 }
 

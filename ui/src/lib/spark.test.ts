@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BUCKETS, advance, bump, countsAsFailure, errorPct, isNeutral, sparkFrom } from './spark';
+import { BUCKETS, advance, bump, countsAsFailure, errorPct, isNeutral, sparkFrom, sparkTotals } from './spark';
 
 describe('spark', () => {
   const t0 = 1_000_000;
@@ -36,5 +36,14 @@ describe('spark', () => {
     expect(countsAsFailure({ status: 'err', kind: 'denied', message: '' })).toBe(false);
     expect(isNeutral({ status: 'err', kind: 'invalid_args', message: '' })).toBe(true);
     expect(isNeutral({ status: 'err', kind: 'connection', message: '' })).toBe(false);
+    expect(countsAsFailure({ status: 'err', kind: 'upstream_5xx', message: '' })).toBe(true);
+    expect(isNeutral({ status: 'cancelled', reason: 'client_disconnected' })).toBe(true);
+    expect(countsAsFailure({ status: 'cancelled', reason: 'shutdown' })).toBe(false);
+  });
+
+  it('totals the whole two minutes, as the engine does for the tile', () => {
+    const s = sparkFrom([10, 10, 10, 10], [0, 0, 5, 5], t0);
+    expect(sparkTotals(s)).toEqual({ calls: 40, failed: 10, error_pct: 25 });
+    expect(sparkTotals(sparkFrom([], [], t0)).error_pct).toBe(0);
   });
 });

@@ -64,12 +64,29 @@ export function errorPct(s: Spark, window_s: number): number {
 
 const FAILURES: readonly ErrorKind[] = ['timeout', 'rate_limit', 'connection', 'upstream_5xx', 'tool_failed', 'internal'];
 
-/** Whether an outcome counts against the tool's breaker (mirrors `CallError::counts_as_failure`). */
+/**
+ * Whether an outcome counts against the tool's breaker (mirrors
+ * `CallError::counts_as_failure`; the event does not say whose fault a
+ * `tool_failed` was, so it counts, as the tool's own failures do).
+ */
 export function countsAsFailure(o: Outcome): boolean {
-  return o.status === 'ok' ? o.is_error : FAILURES.includes(o.kind);
+  if (o.status === 'ok') return o.is_error;
+  return o.status === 'err' && FAILURES.includes(o.kind);
 }
 
-/** Whether the outcome says anything about the tool's health (refusals do not). */
+/** Whether the outcome says anything about the tool's health (refusals and cancellations do not). */
 export function isNeutral(o: Outcome): boolean {
+  if (o.status === 'cancelled') return true;
   return o.status === 'err' && !FAILURES.includes(o.kind);
+}
+
+/** Calls and failures over the whole spark (the tile's two minutes, as the engine counts them). */
+export function sparkTotals(s: Spark): { calls: number; failed: number; error_pct: number } {
+  let calls = 0;
+  let failed = 0;
+  for (let i = 0; i < BUCKETS; i++) {
+    calls += s.calls[i] ?? 0;
+    failed += s.errors[i] ?? 0;
+  }
+  return { calls, failed, error_pct: calls === 0 ? 0 : (100 * failed) / calls };
 }

@@ -6,8 +6,14 @@
  */
 import type { StageName } from './api/types';
 
+/**
+ * A stage as the engine reports it: a `StageName` in events, plain text in
+ * audit rows and call details (so a newer engine's stage still shows).
+ */
+export type StageText = StageName | (string & {});
+
 export interface StageTime {
-  stage: StageName;
+  stage: StageText;
   /** Time inside the stage and everything it wraps, µs. */
   inclusive: number;
   /** The stage's own time, µs. */
@@ -15,7 +21,7 @@ export interface StageTime {
 }
 
 /** Outermost first, with self times (inclusive minus the next inner stage's inclusive). */
-export function stageTimes(stages: readonly [StageName, number][]): StageTime[] {
+export function stageTimes(stages: readonly [StageText, number][]): StageTime[] {
   const inner = [...stages].sort((a, b) => a[1] - b[1]);
   const out: StageTime[] = [];
   let prev = 0;
@@ -34,7 +40,7 @@ export interface Segment {
 }
 
 /** Where the time went, in four parts: the tool, waiting for a person, retries/timeouts, toolgate's own checks. */
-export function segments(stages: readonly [StageName, number][]): Segment[] {
+export function segments(stages: readonly [StageText, number][]): Segment[] {
   const sum: Record<SegmentKind, number> = { tool: 0, wait: 0, retry: 0, gate: 0 };
   for (const t of stageTimes(stages)) {
     const kind: SegmentKind =
@@ -49,7 +55,7 @@ export function segments(stages: readonly [StageName, number][]): Segment[] {
  * call (1 ms or 5 %) fold into toolgate's checks, so microsecond slivers do
  * not paint warning colours on an ordinary call.
  */
-export function barSegments(stages: readonly [StageName, number][]): Segment[] {
+export function barSegments(stages: readonly [StageText, number][]): Segment[] {
   const segs = segments(stages);
   const total = segs.reduce((a, s) => a + s.us, 0);
   const floor = Math.max(1_000, total * 0.05);
@@ -90,6 +96,6 @@ const LABEL: Record<StageName, string> = {
   execute: 'Tool',
 };
 
-export function stageLabel(s: StageName): string {
-  return LABEL[s] ?? s;
+export function stageLabel(s: StageText): string {
+  return Object.hasOwn(LABEL, s) ? LABEL[s as StageName] : s;
 }

@@ -1,5 +1,6 @@
 /** Test helpers: a store with a hand-cranked frame, and a fake engine behind the API client. */
 import { setTransport, type Method } from '../lib/api/client';
+import type { Event, WireEvent } from '../lib/api/types';
 import { STORE, STREAM } from '../lib/context';
 import { ConsoleStore } from '../lib/stores/console.svelte';
 
@@ -35,3 +36,6 @@ export function testStore(capacity?: number) {
     ]),
   };
 }
+
+/** An event as the engine serialises it (see WireEvent in types.ts). */
+export const wire = (e: WireEvent): Event => e as Event;

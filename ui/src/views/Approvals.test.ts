@@ -3,8 +3,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import Approvals from './Approvals.svelte';
 import { controller } from '../lib/controller.svelte';
 import { emptySnapshot, snapshot } from '../dev/fixtures';
-import { fakeEngine, testStore } from '../test/harness';
-import type { ApprovalDetail } from '../lib/api/types';
+import { fakeEngine, testStore, wire } from '../test/harness';
+import type { ApprovalDetail, DecidedView } from '../lib/api/types';
 
 const NOW = Date.now();
 
@@ -16,7 +16,7 @@ function engine() {
       const request = [...snap.pending, ...snap.recent_approvals].find((r) => r.id === Number(m[1]));
       return { request, caller_recent: snap.recent_calls.slice(0, 3) } satisfies Partial<ApprovalDetail>;
     }
-    if (c.path.endsWith('/approve') || c.path.endsWith('/deny')) return { request: snap.pending[0], rule: null };
+    if (c.path.endsWith('/approve') || c.path.endsWith('/deny')) return { request: snap.pending[0], rule: null, decided_by: 'console' } satisfies Partial<DecidedView>;
     return {};
   });
 }
@@ -63,6 +63,8 @@ describe('Approvals', () => {
     render(Approvals, { context: t.context });
     await fireEvent.click(screen.getByRole('button', { name: /Approve once/ }));
     await waitFor(() => expect(calls.some((c) => c.method === 'POST' && c.path === '/api/approvals/41/approve')).toBe(true));
+    // Exactly ApproveInput: "once" is an empty body (the engine refuses unknown fields).
+    expect(calls.find((c) => c.path === '/api/approvals/41/approve')?.body).toEqual({});
   });
 
   it('holds the a key for 400 ms after the selection changes', async () => {
@@ -114,7 +116,7 @@ describe('Approvals', () => {
     t.store.reset(snapshot(NOW), 'initial');
     render(Approvals, { context: t.context });
     await act(() => {
-      t.store.push({ seq: 1, ts_ms: NOW, event: { type: 'approval_decided', id: 41, tool: 'shell_exec', status: 'expired', by: 'caller' } });
+      t.store.push({ seq: 1, ts_ms: NOW, event: wire({ type: 'approval_decided', id: 41, tool: 'shell_exec', status: 'cancelled', by: 'caller', reason: 'the waiting call ended before a decision' }) });
       t.frame();
     });
     const waiting = screen.getByRole('listbox', { name: 'Waiting approval requests' });
@@ -125,7 +127,7 @@ describe('Approvals', () => {
     expect(moved).toHaveAttribute('aria-selected', 'true');
     expect(moved).toHaveTextContent('The agent left');
     const detail = screen.getByRole('region', { name: 'Request detail' });
-    expect(within(detail).getByText(/Cancelled — the agent left before a decision/)).toBeInTheDocument();
+    expect(within(detail).getByText(/Cancelled — the waiting call ended before a decision/)).toBeInTheDocument();
     expect(within(detail).getByText(/can no longer be decided/)).toBeInTheDocument();
     for (const name of [/Approve once/, /Approve & always/, /^Deny d$/, /Deny & always/]) {
       expect(screen.getByRole('button', { name })).toBeDisabled();

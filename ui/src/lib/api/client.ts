@@ -7,31 +7,37 @@
  * from fixtures; production code never calls it.
  */
 import type {
-  ApiErrorBody,
+  AlwaysInput,
   ApiErrorCode,
+  Applied,
   ApprovalDetail,
-  ApproveBody,
+  ApproveInput,
   AuditPage,
   AuditQuery,
   CallDetail,
   ConnectInfo,
-  Decided,
-  DenyBody,
+  DecidedView,
+  DenyInput,
+  ErrorEnvelope,
+  ExportFormat,
+  FieldError,
   PinDiff,
   PinRecord,
-  PolicyApplied,
   PolicyDoc,
   PolicyPut,
-  PolicyTestBody,
+  PolicyTestInput,
   PolicyTestResult,
-  PolicyValidation,
   PolicyView,
   RememberedRule,
+  ResetResult,
+  RuleView,
+  ScopeInput,
   ScopePreview,
   ServerStatus,
   Snapshot,
   StderrPage,
   ToolDetail,
+  Validation,
 } from './types';
 
 /** A failed API call. `code` is the server's, or `network` when nothing answered. */
@@ -39,13 +45,16 @@ export class ApiError extends Error {
   readonly code: ApiErrorCode | 'network';
   readonly status: number;
   readonly field: string | undefined;
+  /** Every field problem of a refused policy edit (the first one is `field`). */
+  readonly errors: FieldError[];
 
-  constructor(code: ApiErrorCode | 'network', status: number, message: string, field?: string) {
+  constructor(code: ApiErrorCode | 'network', status: number, message: string, field?: string, errors: FieldError[] = []) {
     super(message);
     this.name = 'ApiError';
     this.code = code;
     this.status = status;
     this.field = field;
+    this.errors = errors;
   }
 
   /** The approval or policy moved on under us (409). */
@@ -80,7 +89,7 @@ export function setTransport(t: Transport): void {
   transport = t;
 }
 
-const CODES: readonly string[] = ['unauthorized', 'forbidden', 'not_found', 'stale', 'invalid', 'unavailable', 'internal'];
+const CODES: readonly string[] = ['bad_request', 'unauthorized', 'forbidden', 'not_found', 'stale', 'invalid', 'unavailable', 'internal'];
 
 function codeForStatus(status: number): ApiErrorCode {
   switch (status) {
@@ -92,8 +101,9 @@ function codeForStatus(status: number): ApiErrorCode {
       return 'not_found';
     case 409:
       return 'stale';
-    case 422:
     case 400:
+      return 'bad_request';
+    case 422:
       return 'invalid';
     case 503:
       return 'unavailable';
@@ -110,10 +120,11 @@ export async function errorFrom(res: Response): Promise<ApiError> {
   } catch {
     body = null;
   }
-  const e = (body as Partial<ApiErrorBody> | null)?.error;
+  const e = (body as Partial<ErrorEnvelope> | null)?.error;
   if (e && typeof e.message === 'string') {
-    const code = CODES.includes(e.code as string) ? (e.code as ApiErrorCode) : codeForStatus(res.status);
-    return new ApiError(code, res.status, e.message, e.field);
+    const code = CODES.includes(e.code) ? (e.code as ApiErrorCode) : codeForStatus(res.status);
+    const errors = Array.isArray(e.errors) ? e.errors : [];
+    return new ApiError(code, res.status, e.message, e.field ?? undefined, errors);
   }
   const code = codeForStatus(res.status);
   const fallback =
@@ -148,23 +159,48 @@ export function query(params: object): string {
   return parts.length ? `?${parts.join('&')}` : '';
 }
 
+/**
+ * The `always` part, rebuilt field by field: a caller holding a wider object
+ * (a form's state) cannot leak extra keys into the body.
+ */
+function alwaysInput(a: AlwaysInput): AlwaysInput {
+  return a.ttl_s === undefined ? { scope: a.scope } : { scope: a.scope, ttl_s: a.ttl_s };
+}
+
+/** Exactly ApproveInput's fields. */
+export function approveInput(b: ApproveInput): ApproveInput {
+  return b.always ? { always: alwaysInput(b.always) } : {};
+}
+
+/** Exactly DenyInput's fields; an empty reason is no reason. */
+export function denyInput(b: DenyInput): DenyInput {
+  const out: DenyInput = {};
+  const reason = b.reason?.trim();
+  if (reason) out.reason = reason;
+  if (b.always) out.always = alwaysInput(b.always);
+  return out;
+}
+
 /** Every endpoint of console-design.md, typed. */
 export const api = {
   snapshot: () => request<Snapshot>('GET', '/api/snapshot'),
   call: (callId: number) => request<CallDetail>('GET', `/api/calls/${callId}`),
   audit: (q: AuditQuery) => request<AuditPage>('GET', `/api/audit${query(q)}`),
-  auditExportUrl: (q: AuditQuery, format: 'jsonl' | 'csv') => {
+  auditExportUrl: (q: AuditQuery, format: ExportFormat) => {
     const { before: _b, limit: _l, ...filters } = q;
     return `/api/audit/export${query({ ...filters, format })}`;
   },
   approval: (id: number) => request<ApprovalDetail>('GET', `/api/approvals/${id}`),
-  approve: (id: number, body: ApproveBody = {}) => request<Decided>('POST', `/api/approvals/${id}/approve`, body),
-  deny: (id: number, body: DenyBody = {}) => request<Decided>('POST', `/api/approvals/${id}/deny`, body),
+  /** The body is exactly ApproveInput: the engine refuses unknown fields (422). */
+  approve: (id: number, body: ApproveInput = {}) =>
+    request<DecidedView>('POST', `/api/approvals/${id}/approve`, approveInput(body)),
+  /** The body is exactly DenyInput: the engine refuses unknown fields (422). */
+  deny: (id: number, body: DenyInput = {}) => request<DecidedView>('POST', `/api/approvals/${id}/deny`, denyInput(body)),
   previewScope: (id: number, scope: string) =>
-    request<ScopePreview>('POST', `/api/approvals/${id}/scope`, { scope }),
-  rules: () => request<RememberedRule[]>('GET', '/api/rules'),
+    request<ScopePreview>('POST', `/api/approvals/${id}/scope`, { scope } satisfies ScopeInput),
+  rules: () => request<RuleView[]>('GET', '/api/rules'),
   revokeRule: (id: number) => request<RememberedRule>('DELETE', `/api/rules/${id}`),
-  resetBreaker: (tool: string) => request<{ reset: boolean }>('POST', `/api/breakers/${enc(tool)}/reset`),
+  resetBreaker: (tool: string) => request<ResetResult>('POST', `/api/breakers/${enc(tool)}/reset`),
   restartServer: (name: string) => request<ServerStatus>('POST', `/api/servers/${enc(name)}/restart`),
   stderr: (name: string, after?: number) =>
     request<StderrPage>('GET', `/api/servers/${enc(name)}/stderr${query({ after })}`),
@@ -172,9 +208,9 @@ export const api = {
   approvePin: (tool: string) => request<PinRecord>('POST', `/api/pins/${enc(tool)}/approve`),
   tool: (name: string) => request<ToolDetail>('GET', `/api/tools/${enc(name)}`),
   policy: () => request<PolicyView>('GET', '/api/policy'),
-  validatePolicy: (doc: PolicyDoc) => request<PolicyValidation>('POST', '/api/policy/validate', doc),
-  putPolicy: (body: PolicyPut) => request<PolicyApplied>('PUT', '/api/policy', body),
-  testPolicy: (body: PolicyTestBody) => request<PolicyTestResult>('POST', '/api/policy/test', body),
+  validatePolicy: (doc: PolicyDoc) => request<Validation>('POST', '/api/policy/validate', doc),
+  putPolicy: (body: PolicyPut) => request<Applied>('PUT', '/api/policy', body),
+  testPolicy: (body: PolicyTestInput) => request<PolicyTestResult>('POST', '/api/policy/test', body),
   connect: () => request<ConnectInfo>('GET', '/api/connect'),
 };
 

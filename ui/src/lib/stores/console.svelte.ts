@@ -11,23 +11,25 @@ import type {
   ApprovalRequest,
   ApprovalStatus,
   BreakerView,
+  CancelReason,
   CallSummary,
   EngineInfo,
   Envelope,
-  ErrorKind,
   Event,
+  EventOf,
+  LastError,
   LoopLevel,
+  Outcome,
   PinRecord,
   PolicySummary,
   Risk,
   ServerStatus,
   Snapshot,
-  StageName,
   ToolSummary,
 } from '../api/types';
 import { callerText, serverDown } from '../format';
 import { Ring } from '../ring';
-import { bump, countsAsFailure, errorPct, isNeutral, sparkFrom, type Spark } from '../spark';
+import { bump, countsAsFailure, isNeutral, sparkFrom, sparkTotals, type Spark } from '../spark';
 import type { ConnStatus, ResetReason, StreamSink } from '../stream';
 
 /** One approval request as the console lists it. */
@@ -59,12 +61,28 @@ export interface LiveRow {
   tool: string;
   caller: string;
   session: string;
-  outcome: 'running' | 'ok' | 'tool_error' | 'error';
-  error_kind: ErrorKind | null;
+  /** `running` until it finished; then as the audit log says it. */
+  outcome: LiveOutcome;
+  /** The error class (audit rows carry it as text). */
+  error_kind: string | null;
   error_message: string | null;
   elapsed_us: number | null;
-  stages: [StageName, number][] | null;
+  /** `[stage, µs]`, innermost first (stage names as the audit log has them). */
+  stages: [string, number][] | null;
   output_size: number | null;
+}
+
+export type LiveOutcome = 'running' | 'ok' | 'tool_error' | 'error' | 'cancelled';
+
+/** An audit row's outcome as a live one (an unknown future value reads as an error). */
+function liveOutcome(o: string): LiveOutcome {
+  return o === 'ok' || o === 'tool_error' || o === 'cancelled' ? o : 'error';
+}
+
+const LOOP_LEVELS: readonly string[] = ['warn', 'block', 'halt'];
+
+function loopLevel(l: string): LoopLevel {
+  return (LOOP_LEVELS.includes(l) ? l : 'warn') as LoopLevel;
 }
 
 /** A passing note (loop guard) shown in the feed. */
@@ -94,6 +112,8 @@ export interface StoreOptions {
 export const LIVE_CAPACITY = 100_000;
 const RECENT_APPROVALS = 50;
 const NOTICES = 20;
+/** Calls whose retry events are kept for their detail view (the engine's CallDetail has none). */
+const RETRY_CALLS = 5_000;
 
 const defaultSchedule: Scheduler = (fn) => {
   if (typeof requestAnimationFrame === 'function') requestAnimationFrame(() => fn());
@@ -128,9 +148,9 @@ function rowFromSummary(c: CallSummary): LiveRow {
     tool: c.tool,
     caller: c.caller,
     session: c.session,
-    outcome: c.outcome,
-    error_kind: c.error_kind ?? null,
-    error_message: c.error_message ?? null,
+    outcome: liveOutcome(c.outcome),
+    error_kind: c.error_kind,
+    error_message: c.error_message,
     elapsed_us: c.elapsed_us,
     stages: c.stages,
     output_size: c.output_size,
@@ -139,6 +159,24 @@ function rowFromSummary(c: CallSummary): LiveRow {
 
 function bySoonest(a: ApprovalItem, b: ApprovalItem): number {
   return a.expires_ms - b.expires_ms || a.id - b.id;
+}
+
+function cancelWords(r: CancelReason): string {
+  switch (r) {
+    case 'client_cancelled':
+      return 'The client cancelled the call';
+    case 'client_disconnected':
+      return 'The client disconnected';
+    case 'shutdown':
+      return 'toolgate shut down';
+  }
+}
+
+/** The breaker's last counted failure, from a call_finished outcome. */
+function lastError(o: Outcome, at_ms: number): LastError | null {
+  if (o.status === 'err') return { kind: o.kind, message: o.message, at_ms };
+  if (o.status === 'ok' && o.is_error) return { kind: 'tool_failed', message: 'The tool reported an error', at_ms };
+  return null;
 }
 
 export class ConsoleStore implements StreamSink {
@@ -172,6 +210,8 @@ export class ConsoleStore implements StreamSink {
   readonly live: Ring<LiveRow>;
   liveVersion = $state(0);
   private liveIndex = new Map<number, LiveRow>();
+  /** call_retry events by call id, oldest call first (bounded by RETRY_CALLS). */
+  private retryLog = new Map<number, EventOf<'call_retry'>[]>();
 
   counters = $derived({
     pending: this.pending.length,
@@ -221,7 +261,7 @@ export class ConsoleStore implements StreamSink {
     const sparks: Record<string, Spark> = {};
     const probeAt: Record<string, number> = {};
     for (const b of snap.breakers) {
-      sparks[b.tool] = sparkFrom(b.spark, b.spark_errors, now);
+      sparks[b.tool] = sparkFrom(b.spark, b.spark_failed, now);
       if (b.retry_in_ms !== null) probeAt[b.tool] = now + b.retry_in_ms;
     }
     this.sparks = sparks;
@@ -269,6 +309,12 @@ export class ConsoleStore implements StreamSink {
     void this.liveVersion;
     const r = this.liveIndex.get(callId);
     return r ? { ...r } : null;
+  }
+
+  /** The retries this window saw for a call, read reactively. */
+  retriesOf(callId: number): EventOf<'call_retry'>[] {
+    void this.liveVersion;
+    return [...(this.retryLog.get(callId) ?? [])];
   }
 
   /** Envelopes waiting for the next frame (tests, diagnostics). */
@@ -333,14 +379,29 @@ export class ConsoleStore implements StreamSink {
         if (this.policy) this.policy.version = e.version;
         return false;
       case 'loop_guard':
-        this.notices = [{ seq: env.seq, ts_ms: env.ts_ms, level: e.level, tool: e.tool, session: e.session }, ...this.notices].slice(
+        this.notices = [{ seq: env.seq, ts_ms: env.ts_ms, level: loopLevel(e.level), tool: e.tool, session: e.session }, ...this.notices].slice(
           0,
           NOTICES,
         );
         return false;
-      case 'call_stage':
       case 'call_retry':
+        this.retried(e);
+        return true;
+      case 'call_stage':
         return false;
+    }
+  }
+
+  private retried(e: EventOf<'call_retry'>): void {
+    const list = this.retryLog.get(e.call_id);
+    if (list) {
+      list.push(e);
+      return;
+    }
+    this.retryLog.set(e.call_id, [e]);
+    if (this.retryLog.size > RETRY_CALLS) {
+      const oldest = this.retryLog.keys().next().value;
+      if (oldest !== undefined) this.retryLog.delete(oldest);
     }
   }
 
@@ -378,7 +439,7 @@ export class ConsoleStore implements StreamSink {
     Object.assign(row, rowFromSummary(c));
   }
 
-  private finishCall(ts_ms: number, e: Extract<Event, { type: 'call_finished' }>): void {
+  private finishCall(ts_ms: number, e: EventOf<'call_finished'>): void {
     let row = this.liveIndex.get(e.call_id);
     if (!row) {
       // Received before our snapshot, finished after it.
@@ -399,35 +460,45 @@ export class ConsoleStore implements StreamSink {
     }
     const o = e.outcome;
     row.elapsed_us = e.elapsed;
-    if (o.status === 'ok') {
-      row.outcome = o.is_error ? 'tool_error' : 'ok';
-      row.output_size = o.size;
-    } else {
-      row.outcome = 'error';
-      row.error_kind = o.kind;
-      row.error_message = o.message;
+    switch (o.status) {
+      case 'ok':
+        row.outcome = o.is_error ? 'tool_error' : 'ok';
+        row.output_size = o.size;
+        break;
+      case 'err':
+        row.outcome = 'error';
+        row.error_kind = o.kind;
+        row.error_message = o.message;
+        break;
+      case 'cancelled':
+        // As the audit log records it: outcome `cancelled`, class `cancelled`.
+        row.outcome = 'cancelled';
+        row.error_kind = 'cancelled';
+        row.error_message = cancelWords(o.reason);
+        break;
     }
     this.callsTotal++;
-    if (row.outcome !== 'ok') this.callsFailed++;
+    // Counters::calls_failed: "failed or whose tool reported an error".
+    if (row.outcome === 'error' || row.outcome === 'tool_error') this.callsFailed++;
     this.breakerCall(ts_ms, e.tool, o);
   }
 
-  private breakerCall(ts_ms: number, tool: string, o: Extract<Event, { type: 'call_finished' }>['outcome']): void {
+  private breakerCall(ts_ms: number, tool: string, o: Outcome): void {
     const b = this.breakers.find((x) => x.tool === tool);
     if (!b || isNeutral(o)) return;
     const failed = countsAsFailure(o);
     const spark = bump(this.sparks[tool] ?? sparkFrom([], [], ts_ms), ts_ms, failed);
     this.sparks = { ...this.sparks, [tool]: spark };
-    b.calls++;
+    const totals = sparkTotals(spark);
+    b.calls = totals.calls;
+    b.error_pct = totals.error_pct;
     if (failed) {
       b.failures++;
-      if (o.status === 'err') b.last_error = o.message;
-      else b.last_error = 'The tool reported an error';
+      b.last_error = lastError(o, ts_ms);
     }
-    b.error_pct = errorPct(spark, b.window_s);
   }
 
-  private requested(ts_ms: number, e: Extract<Event, { type: 'approval_requested' }>): void {
+  private requested(ts_ms: number, e: EventOf<'approval_requested'>): void {
     if (this.pending.some((p) => p.id === e.id)) return;
     const item: ApprovalItem = {
       id: e.id,
@@ -450,7 +521,7 @@ export class ConsoleStore implements StreamSink {
     this.pending = [...this.pending, item].sort(bySoonest);
   }
 
-  private decided(ts_ms: number, e: Extract<Event, { type: 'approval_decided' }>): void {
+  private decided(ts_ms: number, e: EventOf<'approval_decided'>): void {
     const i = this.pending.findIndex((p) => p.id === e.id);
     const base: ApprovalItem | undefined = i >= 0 ? this.pending[i] : this.recent.find((r) => r.id === e.id);
     const ended: ApprovalItem = {
@@ -492,6 +563,7 @@ export class ConsoleStore implements StreamSink {
         retry_in_ms: null,
         last_error: null,
         spark: [],
+        spark_failed: [],
       };
       this.breakers.push(b);
       b = this.breakers[this.breakers.length - 1] as BreakerView;
@@ -514,20 +586,24 @@ export class ConsoleStore implements StreamSink {
     this.transition(this.now(), tool, 'closed');
   }
 
-  private serverStatus(e: Extract<Event, { type: 'server_status' }>): void {
+  private serverStatus(e: EventOf<'server_status'>): void {
+    // `error` is left out of the JSON when there is none (the binding says
+    // `string | null`), so both absent and null mean "no error".
+    const error = e.error ?? null;
     const s = this.servers.find((x) => x.server === e.server);
     if (s) {
       if (e.state === 'restarting' && s.state !== 'restarting') s.restarts++;
       s.state = e.state;
       s.tools = e.tools;
-      if (e.error !== undefined) s.last_error = e.error;
+      if (error !== null) s.last_error = error;
       else if (e.state === 'ready') s.last_error = null;
     } else {
       this.servers.push({
         server: e.server,
         state: e.state,
         tools: e.tools,
-        last_error: e.error ?? null,
+        last_error: error,
+        config_problem: null,
         quarantined: 0,
         restarts: 0,
         pid: null,
@@ -548,6 +624,7 @@ export class ConsoleStore implements StreamSink {
         trust: source === 'builtin' ? 'builtin' : 'external',
         risk: 'low',
         state: 'active',
+        denied_by: null,
         annotations: {},
       });
     }
@@ -555,7 +632,7 @@ export class ConsoleStore implements StreamSink {
     this.quarantined = this.quarantined.filter((q) => q.name !== name);
   }
 
-  private toolQuarantined(ts_ms: number, e: Extract<Event, { type: 'tool_quarantined' }>): void {
+  private toolQuarantined(ts_ms: number, e: EventOf<'tool_quarantined'>): void {
     const t = this.tools.find((x) => x.name === e.tool);
     if (t) t.state = 'quarantined';
     if (this.quarantined.some((q) => q.name === e.tool)) return;

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ConsoleStore } from './console.svelte';
 import type { Envelope, Event } from '../api/types';
 import { envelopes, snapshot } from '../../dev/fixtures';
+import { wire } from '../../test/harness';
 
 function manual() {
   const pending: (() => void)[] = [];
@@ -83,13 +84,13 @@ describe('ConsoleStore', () => {
     const m = manual();
     const s = new ConsoleStore({ schedule: m.schedule });
     s.reset(snapshot(), 'initial');
-    s.push(env({ type: 'approval_decided', id: 42, tool: 'fs_write', status: 'approved', by: 'tray' }));
+    s.push(env(wire({ type: 'approval_decided', id: 42, tool: 'fs_write', status: 'approved', by: 'tray' })));
     s.markMine(41);
-    s.push(env({ type: 'approval_decided', id: 41, tool: 'shell_exec', status: 'denied', by: 'console', reason: 'no' }));
+    s.push(env(wire({ type: 'approval_decided', id: 41, tool: 'shell_exec', status: 'denied', by: 'console', reason: 'no' })));
     m.run();
     expect(s.pending.map((p) => p.id)).toEqual([43]);
     expect(s.recent[0]).toMatchObject({ id: 41, status: 'denied', decision_reason: 'no', mine: true });
-    expect(s.recent[1]).toMatchObject({ id: 42, status: 'approved', decided_by: 'tray', mine: false });
+    expect(s.recent[1]).toMatchObject({ id: 42, status: 'approved', decided_by: 'tray', decision_reason: null, rule_id: null, mine: false });
     expect(s.counters.pending).toBe(1);
   });
 
@@ -114,7 +115,7 @@ describe('ConsoleStore', () => {
     s.reset(snapshot(), 'initial');
     s.push(env({ type: 'breaker_transition', tool: 'fs_read', from: 'closed', to: 'open' }, 1_000));
     s.push(env({ type: 'breaker_transition', tool: 'web__fetch', from: 'half_open', to: 'closed' }, 1_000));
-    s.push(env({ type: 'server_status', server: 'web', state: 'ready', tools: 2 }));
+    s.push(env(wire({ type: 'server_status', server: 'web', state: 'ready', tools: 2 })));
     s.push(env({ type: 'tool_quarantined', server: 'db', tool: 'db__list_tables', reason: 'changed', flags: [] }));
     m.run();
     expect(s.breakers.find((b) => b.tool === 'fs_read')?.state).toBe('open');
@@ -138,14 +139,42 @@ describe('ConsoleStore', () => {
     const after = s.breakers.find((b) => b.tool === 'shell_exec');
     expect(after?.failures).toBe(f0 + 1);
     expect(after?.calls).toBe(c0 + 1);
-    expect(after?.last_error).toBe('reset');
+    expect(after?.last_error).toEqual({ kind: 'connection', message: 'reset', at_ms: 2 });
+  });
+
+  it('records a cancelled call as the audit log does, neutral for its breaker and not failed', () => {
+    const m = manual();
+    const s = new ConsoleStore({ schedule: m.schedule, now: () => 0 });
+    s.reset({ ...snapshot(), recent_calls: [] }, 'initial');
+    const failed0 = s.callsFailed;
+    const b0 = { ...s.breakers.find((b) => b.tool === 'shell_exec') };
+    s.push(env({ type: 'call_received', call_id: 9, tool: 'shell_exec', caller: 'cursor', session: 's' }, 1));
+    s.push(env({ type: 'call_finished', call_id: 9, tool: 'shell_exec', elapsed: 5, outcome: { status: 'cancelled', reason: 'client_disconnected' } }, 2));
+    m.run();
+    expect(s.liveRow(9)).toMatchObject({ outcome: 'cancelled', error_kind: 'cancelled', error_message: 'The client disconnected' });
+    expect(s.callsFailed).toBe(failed0);
+    expect(s.breakers.find((b) => b.tool === 'shell_exec')).toMatchObject({ failures: b0?.failures, calls: b0?.calls });
+  });
+
+  it('keeps the retries of a call for its detail view', () => {
+    const m = manual();
+    const s = new ConsoleStore({ schedule: m.schedule });
+    s.reset(snapshot(), 'initial');
+    s.push(env({ type: 'call_retry', call_id: 77, attempt: 1, kind: 'timeout', backoff: 200_000 }));
+    s.push(env({ type: 'call_retry', call_id: 77, attempt: 2, kind: 'connection', backoff: 400_000 }));
+    m.run();
+    expect(s.retriesOf(77).map((r) => [r.attempt, r.kind])).toEqual([
+      [1, 'timeout'],
+      [2, 'connection'],
+    ]);
+    expect(s.retriesOf(78)).toEqual([]);
   });
 
   it('says why it reloaded, and drops what was queued before the snapshot', () => {
     const m = manual();
     const s = new ConsoleStore({ schedule: m.schedule, now: () => 42 });
     s.reset(snapshot(), 'initial');
-    s.push(env({ type: 'approval_decided', id: 41, tool: 'shell_exec', status: 'approved' }));
+    s.push(env(wire({ type: 'approval_decided', id: 41, tool: 'shell_exec', status: 'approved' })));
     s.reset(snapshot(), 'behind');
     m.run();
     expect(s.reloaded).toEqual({ at_ms: 42, why: 'behind' });
