@@ -83,7 +83,12 @@ describe('live feed', { skip: skipUnlessReady(), timeout: 600_000 }, () => {
       async () => {
         const n = Number(await grid.getAttribute('aria-rowcount'));
         if (n >= CALLS) return true;
-        throw new Error(`aria-rowcount ${n}; feed: ${await page.locator('.feed .status').innerText()}; banners: ${await page.locator('.banner').allInnerTexts()}`);
+        const lag = tg.stderr.split('\n').filter((l) => /fell \d+ events behind/.test(l));
+        throw new Error(
+          `aria-rowcount ${n}; feed: ${(await page.locator('.feed .status').innerText()).replace(/\s+/g, ' ')}; ` +
+            `banners: ${await page.locator('.banner').allInnerTexts()}; the daemon said ${lag.length} times that its console stream fell behind` +
+            (lag[0] ? ` (first: ${lag[0].replace(/^.*WARN /, '')})` : ''),
+        );
       },
       { timeout: 30_000 },
     );
