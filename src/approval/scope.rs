@@ -67,6 +67,21 @@ impl From<&Caller> for CallerInfo {
 }
 
 impl CallerInfo {
+    /// The caller as lists show it: what `Caller`'s own text says (entry
+    /// point, client name, pid: `socket cursor 1.0 pid 4242`), so a row
+    /// read back from the audit log reads like the live one it replaced.
+    pub fn short(&self) -> String {
+        let mut s = self.via.clone();
+        if let Some(name) = &self.client_name {
+            s.push(' ');
+            s.push_str(name);
+        }
+        if let Some(pid) = self.pid {
+            s.push_str(&format!(" pid {pid}"));
+        }
+        s
+    }
+
     /// The identity a `caller` scope remembers: everything but the pid,
     /// which changes every run while the agent stays the same.
     pub fn key(&self) -> CallerKey {

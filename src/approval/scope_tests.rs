@@ -176,3 +176,18 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_stored_caller_reads_like_the_live_one() {
+    let live = Caller {
+        pid: Some(4242),
+        uid: Some(1000),
+        exe: Some("/usr/bin/node".into()),
+        client_name: Some("cursor 1.0".into()),
+        ..Caller::via("socket")
+    };
+    assert_eq!(CallerInfo::from(&live).short(), live.to_string());
+    assert_eq!(live.to_string(), "socket cursor 1.0 pid 4242");
+    let bare = Caller::via("cli");
+    assert_eq!(CallerInfo::from(&bare).short(), bare.to_string());
+}

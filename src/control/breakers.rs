@@ -2,7 +2,7 @@
 //! (a Hystrix-style tile), and a person's reset.
 
 use super::Control;
-use super::types::{BreakerView, LastError, ResetResult};
+use super::types::{BreakerView, LastError, Latency, ResetResult};
 use crate::pipeline::breaker::BreakerStats;
 
 impl Control {
@@ -56,7 +56,17 @@ fn view(s: BreakerStats) -> BreakerView {
         }),
         spark: s.buckets.iter().map(|(c, _)| *c).collect(),
         spark_failed: s.buckets.iter().map(|(_, f)| *f).collect(),
+        latency_ms: s.latency.map(|[p50, p90, p99]| Latency {
+            p50: ms(p50),
+            p90: ms(p90),
+            p99: ms(p99),
+        }),
     }
+}
+
+/// Milliseconds with three decimals (µs precision).
+fn ms(d: std::time::Duration) -> f64 {
+    (d.as_secs_f64() * 1_000_000.0).round() / 1000.0
 }
 
 #[cfg(test)]

@@ -98,6 +98,8 @@ async fn a_breakers_tile_shows_volume_errors_and_a_two_minute_sparkline() {
     assert_eq!(v.spark[23], 3);
     assert_eq!(v.spark_failed[23], 1);
     assert_eq!((v.window_s, v.cooldown_s), (60, 30));
+    let lat = v.latency_ms.expect("call times once calls ran");
+    assert!(lat.p50 <= lat.p90 && lat.p90 <= lat.p99, "{lat:?}");
     let last = v.last_error.expect("last error");
     assert_eq!(last.kind, ErrorKind::Connection);
     assert!(

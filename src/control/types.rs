@@ -128,6 +128,21 @@ pub struct BreakerView {
     pub spark: Vec<u32>,
     /// Failures per 5 s, aligned with `spark`.
     pub spark_failed: Vec<u32>,
+    /// Median, 90th and 99th percentile call time in ms of the tool's
+    /// last 256 calls that reached it (retries included); `null` before any.
+    pub latency_ms: Option<Latency>,
+}
+
+/// Call-time percentiles, in milliseconds (fractions kept: built-in tools
+/// answer in microseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, TS)]
+pub struct Latency {
+    /// The median.
+    pub p50: f64,
+    /// The 90th percentile.
+    pub p90: f64,
+    /// The 99th percentile.
+    pub p99: f64,
 }
 
 /// Whether an agent can see and call a tool.

@@ -475,6 +475,38 @@ pub struct BreakerStats {
     pub buckets: [(u32, u32); BUCKETS],
     /// The last failure that counted.
     pub last_failure: Option<LastFailure>,
+    /// Median, 90th and 99th percentile time of the tool's recent calls
+    /// (the last [`LATENCY_SAMPLES`] that reached it); `None` before any.
+    pub latency: Option<[Duration; 3]>,
+}
+
+/// How many recent call times each breaker keeps for its percentiles: a
+/// Hystrix tile's median/90/99, enough for a 99th percentile that means
+/// something, small enough to sort on every read (a few µs).
+pub const LATENCY_SAMPLES: usize = 256;
+
+/// The recent call times of one tool, oldest first.
+#[derive(Debug, Default)]
+struct Latencies(VecDeque<Duration>);
+
+impl Latencies {
+    fn record(&mut self, d: Duration) {
+        if self.0.len() == LATENCY_SAMPLES {
+            self.0.pop_front();
+        }
+        self.0.push_back(d);
+    }
+
+    /// Nearest-rank percentiles 50, 90, 99.
+    fn percentiles(&self) -> Option<[Duration; 3]> {
+        if self.0.is_empty() {
+            return None;
+        }
+        let mut v: Vec<Duration> = self.0.iter().copied().collect();
+        v.sort_unstable();
+        let at = |p: usize| v[(v.len() * p).div_ceil(100).max(1) - 1];
+        Some([at(50), at(90), at(99)])
+    }
 }
 
 /// A tool's circuit plus the config its last call carried, which
@@ -485,6 +517,7 @@ struct Entry {
     cfg: BreakerConfig,
     buckets: CallBuckets,
     last_failure: Option<LastFailure>,
+    latencies: Latencies,
 }
 
 /// The breaker stage: one [`Circuit`] per tool name.
@@ -539,6 +572,7 @@ impl Breaker {
                 cfg: e.cfg.clone(),
                 buckets: e.buckets.series(now),
                 last_failure: e.last_failure.clone(),
+                latency: e.latencies.percentiles(),
             })
             .collect();
         out.sort_by(|a, b| a.status.tool.cmp(&b.status.tool));
@@ -577,6 +611,7 @@ impl Breaker {
                 cfg: cfg.clone(),
                 buckets: CallBuckets::new(now),
                 last_failure: None,
+                latencies: Latencies::default(),
             });
             if entry.cfg != *cfg {
                 entry.cfg = cfg.clone();
@@ -589,7 +624,14 @@ impl Breaker {
         admission.permit
     }
 
-    fn complete(&self, tool: &ToolName, permit: Permit, result: &CallResult, cfg: &BreakerConfig) {
+    fn complete(
+        &self,
+        tool: &ToolName,
+        permit: Permit,
+        result: &CallResult,
+        took: Duration,
+        cfg: &BreakerConfig,
+    ) {
         let verdict = Verdict::of(result, cfg);
         // Made outside the lock: only failures have one.
         let failure = match verdict {
@@ -600,6 +642,7 @@ impl Breaker {
             let now = Instant::now();
             if verdict != Verdict::Neutral {
                 e.buckets.record(now, verdict == Verdict::Failure);
+                e.latencies.record(took);
             }
             if failure.is_some() {
                 e.last_failure = failure;
@@ -642,9 +685,10 @@ impl Breaker {
             tool: &tool,
             permit: Some(permit),
         };
+        let started = Instant::now();
         let result = next.run(call).await;
         if let Some(permit) = pass.permit.take() {
-            self.complete(&tool, permit, &result, cfg);
+            self.complete(&tool, permit, &result, started.elapsed(), cfg);
         }
         result
     }

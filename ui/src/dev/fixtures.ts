@@ -330,6 +330,8 @@ export function breakers(now = NOW): BreakerView[] {
       last_error: null,
       spark: s.calls,
       spark_failed: s.errors,
+      // Plausible call times: a fast local tool, slower upstreams.
+      latency_ms: calls ? { p50: 4 + tool.length, p90: 12 + tool.length * 3, p99: 40 + tool.length * 9 } : null,
       ...extra,
     };
   };

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   breakerLook,
+  sourceWord,
   bytes,
   callLook,
   callerText,
@@ -140,5 +141,14 @@ describe('words about people and causes', () => {
     expect(endedCause('expired', 'startup', null, false)).toMatch(/^Expired — toolgate restarted/);
     expect(endedCause('approved', 'tray', null, false)).toBe('Approved from the tray');
     expect(endedCause('denied', 'console', 'not on main', true)).toBe('Denied by you — “not on main”');
+  });
+});
+
+describe('sourceWord', () => {
+  it('says where a tool came from in words', () => {
+    expect(sourceWord('builtin')).toBe('built-in');
+    expect(sourceWord('mcp:github')).toBe('server github');
+    expect(sourceWord('plugin:jira')).toBe('plugin jira');
+    expect(sourceWord('agent:a1:b')).toBe('agent a1:b');
   });
 });

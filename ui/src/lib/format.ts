@@ -185,6 +185,18 @@ const TRUST: Record<Trust, Look> = {
   untrusted: { tone: 'danger', icon: 'alert', word: 'Untrusted' },
 };
 
+/**
+ * Where a tool came from, as people say it: `built-in`, `plugin NAME`,
+ * `server NAME` (an upstream MCP server), `agent ID` (`Source::label`).
+ */
+export function sourceWord(source: string): string {
+  if (source === 'builtin') return 'built-in';
+  const [kind, ...rest] = source.split(':');
+  const name = rest.join(':');
+  const word = kind === 'mcp' ? 'server' : kind;
+  return name ? `${word} ${name}` : (word ?? source);
+}
+
 export function trustLook(t: Trust): Look {
   return TRUST[t];
 }

@@ -564,6 +564,7 @@ export class ConsoleStore implements StreamSink {
         last_error: null,
         spark: [],
         spark_failed: [],
+        latency_ms: null,
       };
       this.breakers.push(b);
       b = this.breakers[this.breakers.length - 1] as BreakerView;
