@@ -58,5 +58,10 @@ export async function gotoView(page, hash, heading) {
   await page.evaluate((h) => {
     location.hash = h;
   }, hash);
-  await page.getByRole('heading', { level: 1, name: heading }).waitFor({ timeout: 15_000 });
+  try {
+    await page.getByRole('heading', { level: 1, name: heading }).waitFor({ timeout: 20_000 });
+  } catch (e) {
+    const shows = (await page.locator('body').innerText().catch(() => '?')).replace(/\s+/g, ' ').slice(0, 400);
+    throw new Error(`the ${heading} view did not come up within 20 s at ${page.url()}; the page shows: ${shows}`, { cause: e });
+  }
 }
