@@ -1,0 +1,67 @@
+// @ts-check
+// Debian's chromium driven by playwright-core, logged in to a toolgate
+// console through its one-time link.
+
+import { chromium } from 'playwright-core';
+import { CHROMIUM } from './toolgate.mjs';
+
+/** STANDARDS.md's flags. playwright gives every launch a fresh, temporary
+ * profile directory of its own (it refuses `--user-data-dir` in `args`). */
+export const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+export async function launch() {
+  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
+}
+
+/**
+ * A page logged in to `tg`'s console (trading a fresh one-time link for the
+ * session cookie), with the page's errors collected in `errors`.
+ * @param {import('playwright-core').Browser} browser
+ * @param {import('./toolgate.mjs').Toolgate} tg
+ * @param {{ colorScheme?: 'light' | 'dark', url?: string, viewport?: { width: number, height: number } }} [opts]
+ */
+export async function consolePage(browser, tg, { colorScheme = 'light', url, viewport = { width: 1440, height: 900 } } = {}) {
+  const context = await browser.newContext({ viewport, colorScheme, deviceScaleFactor: 1 });
+  const page = await context.newPage();
+  /** @type {string[]} */
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(`console.error: ${m.text()}`);
+  });
+  const login = url ?? (await tg.freshLoginUrl());
+  const res = await page.goto(login);
+  if (!res || !new URL(res.url()).pathname.startsWith('/')) throw new Error(`the login link went nowhere: ${login}`);
+  const cookies = await context.cookies();
+  if (!cookies.some((c) => c.name === 'tg_console')) {
+    throw new Error(`the login link set no session cookie (landed on ${res.url()}, status ${res.status()})`);
+  }
+  return { context, page, errors };
+}
+
+/**
+ * Goes to a view (hash route) and waits for its heading.
+ * @param {import('playwright-core').Page} page
+ * @param {string} hash e.g. `#/approvals`
+ * @param {string} heading the view's h1
+ */
+export async function gotoView(page, hash, heading) {
+  await page.evaluate((h) => {
+    location.hash = h;
+  }, hash);
+  try {
+    await page.getByRole('heading', { level: 1, name: heading }).waitFor({ timeout: 20_000 });
+  } catch (e) {
+    const shows = (await page.locator('body').innerText().catch(() => '?')).replace(/\s+/g, ' ').slice(0, 400);
+    throw new Error(`the ${heading} view did not come up within 20 s at ${page.url()}; the page shows: ${shows}`, { cause: e });
+  }
+}
