@@ -4,7 +4,7 @@
 //! Events never carry call arguments or output: those may hold secrets, and
 //! the stream fans out to places (UI, logs) that must not see them.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -334,11 +334,40 @@ impl Event {
     }
 }
 
+/// Receives the console's events synchronously, in the emitting thread, as
+/// they are published: the console's sequencer numbers them there, so no
+/// event can be lost between the engine and the live stream however busy
+/// the machine is (a broadcast ring that a task drains can overflow).
+pub trait ConsoleSink: Send + Sync {
+    /// One event ([`Event::is_console`]). Must be quick and must not emit.
+    fn publish(&self, event: &Event);
+    /// The bus is gone: nothing more will be published.
+    fn close(&self);
+}
+
+/// The registered sinks; closes them when the last bus clone goes.
+struct Sinks(arc_swap::ArcSwap<Vec<Weak<dyn ConsoleSink>>>);
+
+impl Drop for Sinks {
+    fn drop(&mut self) {
+        for sink in self.0.load().iter().filter_map(Weak::upgrade) {
+            sink.close();
+        }
+    }
+}
+
+impl std::fmt::Debug for Sinks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Sinks({})", self.0.load().len())
+    }
+}
+
 /// The engine's event stream. Cloning shares the stream.
 ///
-/// Three rings: every event, the notable ones only (everything except the
-/// per-call trace), and the console's (everything except the per-stage
-/// events, [`Event::is_console`]). The trace is a dozen events per call; a
+/// Two rings and the console's sinks: every event, the notable ones only
+/// (everything except the per-call trace), and, handed straight to each
+/// [`ConsoleSink`], every event except the per-stage ones
+/// ([`Event::is_console`]). The trace is a dozen events per call; a
 /// subscriber that keeps only state changes (the audit log's event table)
 /// takes the notable ring, so a daemon without a live view builds no trace
 /// at all. The console shows calls arriving and finishing but fetches a
@@ -348,7 +377,7 @@ impl Event {
 pub struct EventBus {
     all: broadcast::Sender<Event>,
     notable: broadcast::Sender<Event>,
-    console: broadcast::Sender<Event>,
+    sinks: Arc<Sinks>,
 }
 
 impl EventBus {
@@ -362,7 +391,7 @@ impl EventBus {
         Self {
             all: broadcast::channel(Self::CAPACITY).0,
             notable: broadcast::channel(Self::CAPACITY).0,
-            console: broadcast::channel(Self::CAPACITY).0,
+            sinks: Arc::new(Sinks(arc_swap::ArcSwap::from_pointee(Vec::new()))),
         }
     }
 
@@ -372,8 +401,11 @@ impl EventBus {
         if !event.is_call_trace() && self.notable.receiver_count() > 0 {
             let _ = self.notable.send(event.clone());
         }
-        if event.is_console() && self.console.receiver_count() > 0 {
-            let _ = self.console.send(event.clone());
+        if event.is_console() {
+            let sinks = self.sinks.0.load();
+            for sink in sinks.iter().filter_map(Weak::upgrade) {
+                sink.publish(&event);
+            }
         }
         let _ = self.all.send(event);
     }
@@ -386,15 +418,25 @@ impl EventBus {
 
     /// Whether anyone wants calls arriving and finishing
     /// ([`Event::CallReceived`], [`Event::CallFinished`]): a full
-    /// subscriber or the console. Per-stage events need [`Self::is_watched`].
+    /// subscriber or a console sink. Per-stage events need
+    /// [`Self::is_watched`].
     pub fn follows_calls(&self) -> bool {
-        self.all.receiver_count() > 0 || self.console.receiver_count() > 0
+        self.all.receiver_count() > 0 || !self.sinks.0.load().is_empty()
     }
 
-    /// A new subscriber that sees every event except the per-stage ones
-    /// ([`Event::is_console`]) from now on: the console's live stream.
-    pub fn subscribe_console(&self) -> broadcast::Receiver<Event> {
-        self.console.subscribe()
+    /// Hands every console event ([`Event::is_console`]) to `sink` from now
+    /// on, until it is dropped (the bus keeps only a weak reference), and
+    /// tells it when the bus is gone.
+    pub fn add_console_sink(&self, sink: Weak<dyn ConsoleSink>) {
+        self.sinks.0.rcu(|old| {
+            let mut next: Vec<Weak<dyn ConsoleSink>> = old
+                .iter()
+                .filter(|w| w.strong_count() > 0)
+                .cloned()
+                .collect();
+            next.push(sink.clone());
+            next
+        });
     }
 
     /// A new subscriber that sees every event from now on.

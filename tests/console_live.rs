@@ -130,6 +130,10 @@ async fn the_stream_continues_the_snapshot_and_resumes_from_the_last_id() {
     // The snapshot now shows it pending, at a later position.
     let snap = get_json(&d, "/api/snapshot").await;
     assert_eq!(snap["pending"][0]["id"], id, "{}", snap["pending"]);
+    // ...and its call in flight, which the audit log has no row for yet.
+    let waiting = &snap["in_flight"][0];
+    assert_eq!(waiting["tool"], "shell_exec", "{}", snap["in_flight"]);
+    assert_eq!(waiting["call_id"], snap["pending"][0]["call_id"]);
     assert!(snap["seq"].as_u64().unwrap() >= first);
 
     // A reconnect with Last-Event-ID gets what came after it, in order,

@@ -77,6 +77,7 @@ impl Control {
             tools,
             policy: self.policy_summary(),
             recent_calls,
+            in_flight: mark.in_flight,
         })
     }
 

@@ -3,11 +3,14 @@
 //! cannot.
 //!
 //! Contract:
-//! - One task (the [`Sequencer`]) reads the engine's console ring
-//!   ([`EventBus::subscribe_console`]: every event except the per-stage
-//!   `call_stage`, whose timings come with a call's detail), stamps each
+//! - The [`Sequencer`] is a [`ConsoleSink`] of the engine's bus: every
+//!   event except the per-stage `call_stage` (whose timings come with a
+//!   call's detail) is stamped as it is published, in the emitting thread,
 //!   with `seq` (from 1, +1 per event, never reused while the engine runs)
-//!   and `ts_ms`, and keeps the last [`RING`] envelopes.
+//!   and `ts_ms`, and the last [`RING`] envelopes are kept. Numbering at
+//!   publication means no event is ever lost before it has a number,
+//!   however busy the machine (an earlier design drained a broadcast ring
+//!   from a task, which overflowed under 64 concurrent agents).
 //! - [`Sequencer::subscribe`]`(after)` first replays what the ring holds
 //!   after `after`, then follows live. It yields [`StreamItem::Reload`]
 //!   and ends when it cannot give every event after `after`: `after` is
@@ -15,24 +18,26 @@
 //!   restarted and numbering began again), or the subscriber fell more
 //!   than a ring behind. A client then fetches a snapshot and resubscribes
 //!   from its `seq`.
-//! - Never a silent gap: if the sequencer itself falls behind the engine's
-//!   bus (a burst larger than the bus holds), the events it missed cannot
-//!   be numbered, so it takes one number for the gap. Every subscriber
-//!   that reaches that number is told to reload; a snapshot taken after
-//!   the gap is valid, so resuming from its `seq` skips it.
+//! - It also keeps the calls in flight (received, not yet finished), so a
+//!   snapshot lists them with the stream position they are valid at.
 //!
 //! Subscribers read the ring itself (a watch channel only wakes them), so
 //! a slow client costs nothing but its position: there is no per-client
 //! queue to fill, and "fell behind" means exactly "its next event left the
 //! ring".
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use tokio::sync::{broadcast, watch};
+use tokio::sync::watch;
 
-use super::types::{Counters, Envelope, Reload};
-use crate::events::{Event, EventBus, Outcome};
+use super::types::{Counters, Envelope, InFlight, Reload};
+use crate::events::{ConsoleSink, Event, EventBus, Outcome};
+
+/// Calls in flight kept for the snapshot. Every call that starts ends in a
+/// `call_finished`, so the map stays as small as the engine's concurrency;
+/// the cap only guards against a bug turning into unbounded memory.
+const IN_FLIGHT: usize = 10_000;
 
 /// Envelopes kept for resuming: at two events per call, the last ~8,000
 /// calls, a few minutes of a busy agent, so a browser that reconnects
@@ -53,26 +58,9 @@ pub enum StreamItem {
     Reload(Reload),
 }
 
-/// A numbered slot of the ring.
-#[derive(Debug, Clone)]
-enum Stamp {
-    Event(Arc<Envelope>),
-    /// Events the sequencer missed on the bus; subscribers reload here.
-    Gap(u64),
-}
-
-impl Stamp {
-    fn seq(&self) -> u64 {
-        match self {
-            Self::Event(e) => e.seq,
-            Self::Gap(seq) => *seq,
-        }
-    }
-}
-
 #[derive(Debug)]
 struct State {
-    ring: VecDeque<Stamp>,
+    ring: VecDeque<Arc<Envelope>>,
     cap: usize,
     /// The newest number handed out (0: none yet).
     last: u64,
@@ -80,6 +68,8 @@ struct State {
     /// numbered, so they are exact at any `last`.
     calls_total: u64,
     calls_failed: u64,
+    /// Calls received and not finished, by call id.
+    in_flight: BTreeMap<u64, InFlight>,
     /// The engine's bus is gone: nothing more will come.
     closed: bool,
 }
@@ -107,7 +97,7 @@ pub struct Sequencer {
 
 /// The stream position and the counters that go with it, read together
 /// (see `control::snapshot`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mark {
     /// The newest sequence number.
     pub seq: u64,
@@ -115,6 +105,8 @@ pub struct Mark {
     pub calls_total: u64,
     /// See [`Counters::calls_failed`].
     pub calls_failed: u64,
+    /// Calls received and not finished at `seq`, oldest first.
+    pub in_flight: Vec<InFlight>,
 }
 
 impl Mark {
@@ -130,8 +122,8 @@ impl Mark {
 }
 
 impl Sequencer {
-    /// Starts numbering `bus`'s console events, keeping [`RING`]. Must be
-    /// called inside a tokio runtime; the task ends with the last clone.
+    /// Starts numbering `bus`'s console events, keeping [`RING`]. Numbering
+    /// stops when the last clone is dropped.
     pub fn start(bus: &EventBus) -> Self {
         Self::with_capacity(bus, RING)
     }
@@ -146,22 +138,25 @@ impl Sequencer {
                 last: 0,
                 calls_total: 0,
                 calls_failed: 0,
+                in_flight: BTreeMap::new(),
                 closed: false,
             }),
             newest: watch::channel(0).0,
         });
-        let rx = bus.subscribe_console();
-        tokio::spawn(run(rx, Arc::downgrade(&shared)));
+        let sink: Arc<dyn ConsoleSink> = shared.clone();
+        bus.add_console_sink(Arc::downgrade(&sink));
         Self { shared }
     }
 
-    /// The newest sequence number and the call counters at it.
+    /// The newest sequence number, the call counters and the calls in
+    /// flight at it.
     pub fn mark(&self) -> Mark {
         let st = self.shared.lock();
         Mark {
             seq: st.last,
             calls_total: st.calls_total,
             calls_failed: st.calls_failed,
+            in_flight: st.in_flight.values().cloned().collect(),
         }
     }
 
@@ -189,7 +184,7 @@ impl Sequencer {
 /// Whether the ring still holds number `next` or it has not come yet.
 fn holds(st: &State, next: u64) -> bool {
     match st.ring.front() {
-        Some(first) => next >= first.seq(),
+        Some(first) => next >= first.seq,
         // Nothing kept: only a subscriber waiting for the first is whole.
         None => next == st.last + 1,
     }
@@ -253,77 +248,72 @@ impl Subscription {
             self.reload = Some(Reload { seq: st.last });
             return true;
         }
-        let first = st.ring.front().map_or(self.next, Stamp::seq);
+        let first = st.ring.front().map_or(self.next, |e| e.seq);
         let skip = usize::try_from(self.next - first).unwrap_or(usize::MAX);
-        for stamp in st.ring.iter().skip(skip).take(BATCH) {
-            match stamp {
-                Stamp::Event(e) => {
-                    self.buf.push_back(e.clone());
-                    self.next = e.seq + 1;
-                }
-                Stamp::Gap(_) => {
-                    self.reload = Some(Reload { seq: st.last });
-                    break;
-                }
-            }
+        for e in st.ring.iter().skip(skip).take(BATCH) {
+            self.buf.push_back(e.clone());
+            self.next = e.seq + 1;
         }
         true
     }
 }
 
-/// The sequencer task: numbers events until the bus or the sequencer is
-/// gone.
-async fn run(mut rx: broadcast::Receiver<Event>, shared: Weak<Shared>) {
-    loop {
-        let got = rx.recv().await;
-        let Some(shared) = shared.upgrade() else {
-            return;
-        };
-        let stamp = match got {
-            Ok(event) => Some(event),
-            Err(broadcast::error::RecvError::Lagged(n)) => {
-                tracing::warn!("the console stream fell {n} events behind; clients will reload");
-                None
-            }
-            Err(broadcast::error::RecvError::Closed) => {
-                shared.lock().closed = true;
-                shared.newest.send_modify(|_| {});
-                return;
-            }
-        };
-        let seq = push(&shared, stamp);
-        shared.newest.send_replace(seq);
+impl ConsoleSink for Shared {
+    fn publish(&self, event: &Event) {
+        let seq = push(self, event);
+        self.newest.send_replace(seq);
+    }
+
+    fn close(&self) {
+        self.lock().closed = true;
+        self.newest.send_modify(|_| {});
     }
 }
 
-/// Numbers one event (or a gap) and appends it; returns its number.
-fn push(shared: &Shared, event: Option<Event>) -> u64 {
+/// Numbers one event and appends it; returns its number.
+fn push(shared: &Shared, event: &Event) -> u64 {
+    let ts_ms = crate::audit::now_ms();
     let mut st = shared.lock();
     let seq = st.last + 1;
     st.last = seq;
-    let stamp = match event {
-        Some(event) => {
-            if let Event::CallFinished { outcome, .. } = &event {
-                st.calls_total += 1;
-                if matches!(
-                    outcome,
-                    Outcome::Err { .. } | Outcome::Ok { is_error: true, .. }
-                ) {
-                    st.calls_failed += 1;
-                }
-            }
-            Stamp::Event(Arc::new(Envelope {
-                seq,
-                ts_ms: crate::audit::now_ms(),
-                event,
-            }))
+    match event {
+        Event::CallReceived {
+            call_id,
+            tool,
+            caller,
+            session,
+        } if st.in_flight.len() < IN_FLIGHT => {
+            let call = InFlight {
+                call_id: *call_id,
+                ts_ms,
+                tool: tool.to_string(),
+                caller: caller.clone(),
+                session: session.clone(),
+            };
+            st.in_flight.insert(*call_id, call);
         }
-        None => Stamp::Gap(seq),
-    };
+        Event::CallFinished {
+            call_id, outcome, ..
+        } => {
+            st.in_flight.remove(call_id);
+            st.calls_total += 1;
+            if matches!(
+                outcome,
+                Outcome::Err { .. } | Outcome::Ok { is_error: true, .. }
+            ) {
+                st.calls_failed += 1;
+            }
+        }
+        _ => {}
+    }
     if st.ring.len() == st.cap {
         st.ring.pop_front();
     }
-    st.ring.push_back(stamp);
+    st.ring.push_back(Arc::new(Envelope {
+        seq,
+        ts_ms,
+        event: event.clone(),
+    }));
     seq
 }
 

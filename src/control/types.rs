@@ -260,6 +260,22 @@ pub struct OutputView {
     pub is_error: bool,
 }
 
+/// A call received and not finished yet (it may be waiting for a
+/// person, running, or retrying).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct InFlight {
+    /// The call id.
+    pub call_id: u64,
+    /// When it arrived, unix ms.
+    pub ts_ms: i64,
+    /// The tool as requested.
+    pub tool: String,
+    /// Who called, as live rows show it.
+    pub caller: String,
+    /// The caller's session.
+    pub session: String,
+}
+
 /// Everything about one call.
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
 pub struct CallDetail {
@@ -482,8 +498,11 @@ pub struct Snapshot {
     pub tools: Vec<ToolSummary>,
     /// The policy at a glance.
     pub policy: PolicySummary,
-    /// The newest 500 calls, newest first.
+    /// The newest 500 finished calls, newest first.
     pub recent_calls: Vec<CallSummary>,
+    /// Calls received and not finished at `seq`, oldest first (waiting
+    /// for a person, running, retrying).
+    pub in_flight: Vec<InFlight>,
 }
 
 /// How to connect an MCP client to this engine (Settings, copy buttons).

@@ -4,6 +4,7 @@ import type { BreakerView } from "./BreakerView";
 import type { CallSummary } from "./CallSummary";
 import type { Counters } from "./Counters";
 import type { EngineInfo } from "./EngineInfo";
+import type { InFlight } from "./InFlight";
 import type { PinRecord } from "./PinRecord";
 import type { PolicySummary } from "./PolicySummary";
 import type { ServerStatus } from "./ServerStatus";
@@ -54,6 +55,11 @@ tools: Array<ToolSummary>,
  */
 policy: PolicySummary, 
 /**
- * The newest 500 calls, newest first.
+ * The newest 500 finished calls, newest first.
  */
-recent_calls: Array<CallSummary>, };
+recent_calls: Array<CallSummary>, 
+/**
+ * Calls received and not finished at `seq`, oldest first (waiting
+ * for a person, running, retrying).
+ */
+in_flight: Array<InFlight>, };

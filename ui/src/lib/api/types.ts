@@ -38,6 +38,8 @@ export type { DenyInput } from '../../bindings/DenyInput';
 export type { EngineInfo } from '../../bindings/EngineInfo';
 export type { EngineMode } from '../../bindings/EngineMode';
 export type { Envelope } from '../../bindings/Envelope';
+export type { InFlight } from '../../bindings/InFlight';
+export type { Latency } from '../../bindings/Latency';
 export type { ErrorBody } from '../../bindings/ErrorBody';
 export type { ErrorCode } from '../../bindings/ErrorCode';
 export type { ErrorEnvelope } from '../../bindings/ErrorEnvelope';

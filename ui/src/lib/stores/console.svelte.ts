@@ -13,6 +13,7 @@ import type {
   BreakerView,
   CancelReason,
   CallSummary,
+  InFlight,
   EngineInfo,
   Envelope,
   Event,
@@ -157,6 +158,23 @@ function rowFromSummary(c: CallSummary): LiveRow {
   };
 }
 
+/** A call the engine has received and not finished (the snapshot's `in_flight`). */
+function rowFromInFlight(c: InFlight): LiveRow {
+  return {
+    call_id: c.call_id,
+    ts_ms: c.ts_ms,
+    tool: c.tool,
+    caller: c.caller,
+    session: c.session,
+    outcome: 'running',
+    error_kind: null,
+    error_message: null,
+    elapsed_us: null,
+    stages: null,
+    output_size: null,
+  };
+}
+
 function bySoonest(a: ApprovalItem, b: ApprovalItem): number {
   return a.expires_ms - b.expires_ms || a.id - b.id;
 }
@@ -272,7 +290,7 @@ export class ConsoleStore implements StreamSink {
     this.policy = snap.policy;
     this.callsTotal = snap.counters.calls_total;
     this.callsFailed = snap.counters.calls_failed;
-    this.mergeRecentCalls(snap.recent_calls);
+    this.mergeRows([...snap.recent_calls.map(rowFromSummary), ...snap.in_flight.map(rowFromInFlight)]);
     this.loaded = true;
     this.reloaded = why === 'initial' ? null : { at_ms: now, why };
     this.rulesVersion++;
@@ -412,31 +430,29 @@ export class ConsoleStore implements StreamSink {
   }
 
   /** Adds a snapshot's recent calls that the ring does not hold yet, keeping time order. */
-  private mergeRecentCalls(calls: CallSummary[]): void {
-    const fresh = calls.filter((c) => !this.liveIndex.has(c.call_id)).sort((a, b) => a.ts_ms - b.ts_ms || a.call_id - b.call_id);
-    if (!fresh.length) {
-      // Known rows may have finished meanwhile.
-      for (const c of calls) this.completeRow(this.liveIndex.get(c.call_id), c);
-      this.liveVersion++;
-      return;
+  /** Adds the snapshot's calls (finished and in flight) to the feed, in order; known rows that were running take the newer state. */
+  private mergeRows(rows: LiveRow[]): void {
+    const fresh = rows.filter((r) => !this.liveIndex.has(r.call_id)).sort((a, b) => a.ts_ms - b.ts_ms || a.call_id - b.call_id);
+    if (fresh.length) {
+      const last = this.live.last();
+      if (!last || (fresh[0] && fresh[0].ts_ms >= last.ts_ms)) {
+        for (const r of fresh) this.addLive({ ...r });
+      } else {
+        // Interleave: rebuild in order (rare: a reload after missing events).
+        const all = [...this.live.toArray(), ...fresh.map((r) => ({ ...r }))].sort((a, b) => a.ts_ms - b.ts_ms || a.call_id - b.call_id);
+        this.live.clear();
+        this.liveIndex.clear();
+        for (const r of all) this.addLive(r);
+      }
     }
-    const last = this.live.last();
-    if (!last || (fresh[0] && fresh[0].ts_ms >= last.ts_ms)) {
-      for (const c of fresh) this.addLive(rowFromSummary(c));
-    } else {
-      // Interleave: rebuild in order (rare: a reload after missing events).
-      const all = [...this.live.toArray(), ...fresh.map(rowFromSummary)].sort((a, b) => a.ts_ms - b.ts_ms || a.call_id - b.call_id);
-      this.live.clear();
-      this.liveIndex.clear();
-      for (const r of all) this.addLive(r);
-    }
-    for (const c of calls) this.completeRow(this.liveIndex.get(c.call_id), c);
+    // Known rows may have finished meanwhile.
+    for (const r of rows) this.completeRow(this.liveIndex.get(r.call_id), r);
     this.liveVersion++;
   }
 
-  private completeRow(row: LiveRow | undefined, c: CallSummary): void {
-    if (!row || row.outcome !== 'running') return;
-    Object.assign(row, rowFromSummary(c));
+  private completeRow(row: LiveRow | undefined, r: LiveRow): void {
+    if (!row || row.outcome !== 'running' || r.outcome === 'running') return;
+    Object.assign(row, r);
   }
 
   private finishCall(ts_ms: number, e: EventOf<'call_finished'>): void {

@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { ConsoleStore } from './console.svelte';
 import type { Envelope, Event } from '../api/types';
-import { envelopes, snapshot } from '../../dev/fixtures';
+import { envelopes, snapshot as demoSnapshot } from '../../dev/fixtures';
+
+/** The demo's snapshot without calls in flight (most tests count finished rows). */
+const snapshot = (...a: Parameters<typeof demoSnapshot>) => ({ ...demoSnapshot(...a), in_flight: [] });
 import { wire } from '../../test/harness';
 
 function manual() {
@@ -193,5 +196,15 @@ describe('ConsoleStore', () => {
     expect(s.stale).toBe(true);
     s.status({ kind: 'live' });
     expect(s.stale).toBe(false);
+  });
+
+  it('shows the calls in flight at a snapshot as running, and finishes them from the stream', () => {
+    const m = manual();
+    const s = new ConsoleStore({ schedule: m.schedule });
+    s.reset({ ...demoSnapshot(10_000_000), recent_calls: [], in_flight: [{ call_id: 900, ts_ms: 9_999_000, tool: 'shell_exec', caller: 'socket cursor pid 4', session: 's' }] }, 'initial');
+    expect(s.liveRow(900)).toMatchObject({ outcome: 'running', tool: 'shell_exec', caller: 'socket cursor pid 4' });
+    s.push(env({ type: 'call_finished', call_id: 900, tool: 'shell_exec', outcome: { status: 'ok', is_error: false, size: 2 }, elapsed: 1500 }));
+    m.run();
+    expect(s.liveRow(900)?.outcome).toBe('ok');
   });
 });
