@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { Stream, backoffMs, decide, parseEnvelope, type ConnStatus, type EventSourceLike, type ResetReason, type StreamDeps } from './stream';
 import type { Envelope, Snapshot } from './api/types';
 import { snapshot as fixtureSnapshot } from '../dev/fixtures';
+import { ApiError } from './api/client';
 
 class FakeES implements EventSourceLike {
   onopen: ((ev: unknown) => void) | null = null;
@@ -184,4 +185,24 @@ describe('Stream', () => {
     h.sources[0]?.send('message', env(2));
     expect(h.pushed).toEqual([]);
   });
+
+describe('signed out', () => {
+  it('stops at a 401: no retry loop, a status that says to sign in', async () => {
+    const h = harness([new ApiError('unauthorized', 401, 'no console session')]);
+    h.stream.start();
+    await flush();
+    expect(h.statuses.at(-1)).toEqual({ kind: 'signed_out', reason: 'no console session' });
+    expect(h.timers).toHaveLength(0);
+    expect(h.sources).toHaveLength(0);
+    expect(h.snapCalls).toBe(1);
+  });
+
+  it('still retries when the engine is down', async () => {
+    const h = harness([new Error('connection refused')]);
+    h.stream.start();
+    await flush();
+    expect(h.statuses.at(-1)?.kind).toBe('retrying');
+    expect(h.timers).toHaveLength(1);
+  });
+});
 });

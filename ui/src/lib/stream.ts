@@ -17,12 +17,15 @@
  * injected, so the whole state machine is unit-tested without a browser.
  */
 import type { Envelope, Snapshot } from './api/types';
+import { ApiError } from './api/client';
 
 /** What the header shows about the engine connection. */
 export type ConnStatus =
   | { kind: 'connecting' }
   | { kind: 'live' }
-  | { kind: 'retrying'; attempt: number; retry_at_ms: number; reason: string };
+  | { kind: 'retrying'; attempt: number; retry_at_ms: number; reason: string }
+  /** The engine answers but this browser has no console session (401): retrying cannot help, a fresh login link can. */
+  | { kind: 'signed_out'; reason: string };
 
 /** Why the store was (re)loaded from a snapshot. */
 export type ResetReason = 'initial' | 'behind' | 'gap' | 'restarted';
@@ -141,7 +144,7 @@ export class Stream {
     try {
       snap = await this.deps.snapshot();
     } catch (e) {
-      if (gen === this.generation) this.retry(reasonOf(e));
+      if (gen === this.generation) this.failed(e);
       return;
     }
     if (gen !== this.generation || this.stopped) return;
@@ -164,7 +167,7 @@ export class Stream {
     try {
       snap = await this.deps.snapshot();
     } catch (e) {
-      if (gen === this.generation) this.retry(reasonOf(e));
+      if (gen === this.generation) this.failed(e);
       return;
     }
     if (gen !== this.generation || this.stopped) return;
@@ -206,6 +209,16 @@ export class Stream {
       if (gen !== this.generation) return;
       void this.load('behind');
     });
+  }
+
+  /** A snapshot request failed: signed out stops here, anything else retries. */
+  private failed(e: unknown): void {
+    if (e instanceof ApiError && e.code === 'unauthorized') {
+      this.closeSource();
+      this.sink.status({ kind: 'signed_out', reason: e.message });
+      return;
+    }
+    this.retry(reasonOf(e));
   }
 
   private retry(reason: string): void {
