@@ -83,6 +83,11 @@ pub fn engine_with(
         allowed_hosts: config.builtin.allowed_hosts.clone(),
     };
     let strict = config.strict;
+    let upstream_prefixes: Vec<String> = config
+        .servers
+        .iter()
+        .map(|s| format!("{}__", s.name))
+        .collect();
     let builtins = builtin_tools(&config, &roots, &ssrf)?;
     let protected = Protected::new(&own_files(&config, env), roots.roots());
     let guards = GuardConfig {
@@ -105,7 +110,7 @@ pub fn engine_with(
         .iter()
         .map(|t| t.def.name.as_str())
         .collect();
-    for warning in filter.check_unmatched(&names, strict)? {
+    for warning in filter.check_unmatched(&names, &upstream_prefixes, strict)? {
         tracing::warn!("{warning}");
     }
     Ok(engine)

@@ -277,16 +277,21 @@ impl ToolFilter {
 
     /// [`ToolFilter::unmatched`] as a startup check: the unmatched patterns
     /// as warnings, or an error when `strict` (CI) and any pattern matches
-    /// nothing.
+    /// nothing. Patterns that start with one of `upstream_prefixes`
+    /// (`github__`, one per configured upstream server) are left out: at
+    /// startup those servers have not connected yet, so their tools cannot
+    /// have been matched.
     ///
     /// # Errors
     /// [`FilterError::Unmatched`] in strict mode.
     pub fn check_unmatched(
         &self,
         tool_names: &[&str],
+        upstream_prefixes: &[String],
         strict: bool,
     ) -> Result<Vec<String>, FilterError> {
-        let patterns = self.unmatched(tool_names);
+        let mut patterns = self.unmatched(tool_names);
+        patterns.retain(|p| !upstream_prefixes.iter().any(|prefix| p.starts_with(prefix)));
         if strict && !patterns.is_empty() {
             return Err(FilterError::Unmatched { patterns });
         }
@@ -492,16 +497,34 @@ mod tests {
         let tools = ["fs_read", "fs_write", "shell"];
         assert_eq!(f.unmatched(&tools), strings(&["gti_*", "net_*"]));
         assert_eq!(
-            f.check_unmatched(&tools, false),
+            f.check_unmatched(&tools, &[], false),
             Ok(strings(&["gti_*", "net_*"]))
         );
-        let e = f.check_unmatched(&tools, true).unwrap_err();
+        let e = f.check_unmatched(&tools, &[], true).unwrap_err();
         assert_eq!(
             e.to_string(),
             "patterns match no registered tool: gti_*, net_*"
         );
         let all = filter(Some(&["*"]), &[]);
-        assert_eq!(all.check_unmatched(&tools, true), Ok(vec![]));
+        assert_eq!(all.check_unmatched(&tools, &[], true), Ok(vec![]));
+    }
+
+    #[test]
+    fn patterns_for_servers_not_yet_connected_are_not_unmatched_at_startup() {
+        let f = filter(
+            Some(&["fs_*", "github__*", "github__push_files"]),
+            &["gti_*"],
+        );
+        let tools = ["fs_read"];
+        let later = strings(&["github__"]);
+        assert_eq!(
+            f.check_unmatched(&tools, &later, true)
+                .unwrap_err()
+                .to_string(),
+            "patterns match no registered tool: gti_*"
+        );
+        let f = filter(Some(&["fs_*", "github__*"]), &[]);
+        assert_eq!(f.check_unmatched(&tools, &later, true), Ok(vec![]));
     }
 
     #[tokio::test]

@@ -50,6 +50,10 @@ class Router {
   setParams(params: Record<string, string | undefined>): void {
     // Called from views' effects: must not make them depend on the route.
     untrack(() => {
+      // A navigation whose `hashchange` has not fired yet: the location
+      // already names another view, and writing this view's query would
+      // undo it (seen: a Live view's first effect sent the page back).
+      if (parseHash(location.hash, this.route.view).view !== this.route.view) return;
       const next = href(this.route.view, params);
       if (location.hash === next) return;
       history.replaceState(null, '', next);
