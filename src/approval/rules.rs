@@ -577,12 +577,19 @@ impl PolicyConfig {
             }
         }
         if let Some((rule, r)) = best {
-            let why = format!(
-                "`{name}` is {} risk by rule {}: {}",
-                risk_str(r),
-                rule.id,
-                rule.describe()
-            );
+            // A rule with a reason says why in those words: the person
+            // deciding reads "downloads and runs code", not the regex that
+            // found it (the rule's id goes with the request as `rule`, and
+            // the effective policy shows its condition).
+            let why = match &rule.reason {
+                Some(reason) => format!("`{name}` is {} risk: {reason}", risk_str(r)),
+                None => format!(
+                    "`{name}` is {} risk by rule {}: {}",
+                    risk_str(r),
+                    rule.id,
+                    rule.describe()
+                ),
+            };
             return (r, Some(rule), why);
         }
         let (r, why) = self.base_risk(tool, table_hit);
