@@ -404,6 +404,7 @@ impl View for TauriView {
         let rendered = tray::icon(model.icon)
             .and_then(|icon| t.set_icon(Some(icon)))
             .and_then(|()| t.set_tooltip(Some(&model.tooltip)))
+            .and_then(|()| t.set_title(model.label.as_deref()))
             .and_then(|()| tray::menu(&self.app, model))
             .and_then(|menu| t.set_menu(Some(menu)));
         if let Err(e) = rendered {

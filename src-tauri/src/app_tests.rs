@@ -158,6 +158,7 @@ fn the_tray_menu_has_a_submenu_per_request_then_show_and_quit() {
     let model = TrayModel {
         icon: TrayIcon::Waiting,
         tooltip: "toolgate — 6 calls waiting".into(),
+        label: Some("6".into()),
         menu: vec![
             MenuEntry::Request {
                 id: 12,

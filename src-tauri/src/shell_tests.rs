@@ -254,6 +254,11 @@ async fn nothing_is_notified_while_the_window_is_focused_but_the_tray_counts_it(
         }
     };
     assert_eq!(tray.tooltip, "toolgate — 1 call waiting");
+    assert_eq!(
+        tray.label.as_deref(),
+        Some("1"),
+        "the count beside the icon"
+    );
     // Unfocus and send a second request: only that one is notified, so
     // nothing was shown for the first.
     r.shell.set_focused(false);

@@ -33,6 +33,10 @@ pub struct TrayModel {
     pub icon: TrayIcon,
     /// `toolgate — 2 calls waiting`.
     pub tooltip: String,
+    /// The label beside the icon: the count while calls wait. Linux tray
+    /// hosts (StatusNotifierItem through libayatana) show no tooltip, so
+    /// the count is said there too.
+    pub label: Option<String>,
     /// The menu, top to bottom.
     pub menu: Vec<MenuEntry>,
 }
@@ -287,6 +291,7 @@ impl DesktopState {
                 TrayIcon::Waiting
             },
             tooltip,
+            label: (n > 0).then(|| n.to_string()),
             menu,
         }
     }

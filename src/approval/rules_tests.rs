@@ -221,7 +221,11 @@ fn config_rules_set_risk_and_verdicts_with_readable_reasons() {
         (Risk::Critical, "default:shell-rm-recursive")
     );
     // People read why in words; the regex that found it stays in the rule.
-    assert!(a.reason.contains("recursive or forced delete"), "{}", a.reason);
+    assert!(
+        a.reason.contains("recursive or forced delete"),
+        "{}",
+        a.reason
+    );
     assert!(!a.reason.contains("matches re"), "{}", a.reason);
     let r = tool("fs_read", Risk::Low);
     let a = c.assess(&r, &json!({"path": "/srv/secret/k"}), &caller());
