@@ -9,19 +9,10 @@ use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
+use crate::common::console_client as client;
 use crate::common::daemon::TestDaemon;
 
 const WAIT: Duration = Duration::from_secs(20);
-
-/// A client that follows no redirects (the login's 303 is checked) and
-/// keeps no cookies (each test sends the ones it means to).
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .no_proxy()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
-}
 
 /// Logs in with a fresh link; returns the `Cookie` header value.
 async fn login(d: &TestDaemon) -> String {

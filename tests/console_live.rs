@@ -12,17 +12,10 @@ use futures::StreamExt;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
+use crate::common::console_client as client;
 use crate::common::daemon::TestDaemon;
 
 const WAIT: Duration = Duration::from_secs(20);
-
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .no_proxy()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
-}
 
 /// A GET with the console's bearer token.
 async fn get(d: &TestDaemon, path: &str) -> reqwest::Response {

@@ -96,3 +96,14 @@ pub(crate) fn types(events: &[Value]) -> Vec<String> {
 
 pub(crate) mod daemon;
 pub(crate) mod python;
+
+/// An HTTP client for the console's tests: follows no redirects (the
+/// login's 303 is checked) and keeps no cookies (each test sends the ones
+/// it means to).
+pub(crate) fn console_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}

@@ -160,19 +160,7 @@ function rowFromSummary(c: CallSummary): LiveRow {
 
 /** A call the engine has received and not finished (the snapshot's `in_flight`). */
 function rowFromInFlight(c: InFlight): LiveRow {
-  return {
-    call_id: c.call_id,
-    ts_ms: c.ts_ms,
-    tool: c.tool,
-    caller: c.caller,
-    session: c.session,
-    outcome: 'running',
-    error_kind: null,
-    error_message: null,
-    elapsed_us: null,
-    stages: null,
-    output_size: null,
-  };
+  return { ...c, outcome: 'running', error_kind: null, error_message: null, elapsed_us: null, stages: null, output_size: null };
 }
 
 function bySoonest(a: ApprovalItem, b: ApprovalItem): number {
