@@ -107,7 +107,7 @@ fn every_range_problem_is_listed_with_its_path() {
         "pipeline.breaker.failure_threshold: must be at least 1",
         "pipeline.retry.multiplier: must be a number ≥ 1.0, got 0.5",
         "tools.bad.name: tool name `bad.name` contains '.'",
-        "tools.t.loop_guard: need 2 ≤ warn_at ≤ block_at ≤ halt_at, got 9 / 5 / 8",
+        "tools.t.loop_guard: need 2 ≤ warn_at ≤ block_at ≤ halt_at (0 turns a level off), got 9 / 5 / 8",
     ] {
         assert!(e.contains(needle), "missing {needle:?} in {e}");
     }
@@ -145,4 +145,21 @@ fn policy_and_risk_are_per_tool_only() {
         .to_string();
     assert!(e.contains("pipeline.policy: only per tool"), "{e}");
     assert!(e.contains("pipeline.risk: only per tool"), "{e}");
+}
+
+#[test]
+fn a_loop_guard_level_of_zero_is_off_not_an_error() {
+    let c = Config::parse(
+        "[pipeline.loop_guard]\nwarn_at = 0\nblock_at = 0\nhalt_at = 50\n",
+        std::path::Path::new("t.toml"),
+    )
+    .unwrap();
+    let g = c.settings.resolve("any").loop_guard.clone();
+    assert_eq!((g.warn_at, g.block_at, g.halt_at), (0, 0, 50));
+    let e = Config::parse(
+        "[pipeline.loop_guard]\nwarn_at = 1\n",
+        std::path::Path::new("t.toml"),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("0 turns a level off"), "{e}");
 }

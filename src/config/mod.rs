@@ -359,9 +359,16 @@ fn merge_counts(s: &mut ToolSettings, raw: &RawLimits, at: &str, problems: &mut 
         g.warn_at = l.warn_at.unwrap_or(g.warn_at);
         g.block_at = l.block_at.unwrap_or(g.block_at);
         g.halt_at = l.halt_at.unwrap_or(g.halt_at);
-        if !(2 <= g.warn_at && g.warn_at <= g.block_at && g.block_at <= g.halt_at) {
+        // 0 turns a level off (the loop guard's contract); the levels
+        // that are on must escalate in order.
+        let on: Vec<u32> = [g.warn_at, g.block_at, g.halt_at]
+            .into_iter()
+            .filter(|&n| n != 0)
+            .collect();
+        if on.iter().any(|&n| n < 2) || on.windows(2).any(|w| w[0] > w[1]) {
             problems.push(format!(
-                "{at}.loop_guard: need 2 ≤ warn_at ≤ block_at ≤ halt_at, got {} / {} / {}",
+                "{at}.loop_guard: need 2 ≤ warn_at ≤ block_at ≤ halt_at (0 turns a level off), \
+                 got {} / {} / {}",
                 g.warn_at, g.block_at, g.halt_at
             ));
         }
