@@ -361,3 +361,44 @@ async fn a_live_stream_ends_when_the_engine_stops() {
         started.elapsed()
     );
 }
+
+#[tokio::test]
+async fn a_decision_in_the_desktop_window_is_recorded_as_the_window_s() {
+    let d = TestDaemon::start("").await;
+    let c = client();
+    let origin = d.origin();
+    // The desktop app mints its window's link on the control socket.
+    let mut ctl = d.control().await;
+    let link = ctl
+        .request(1, "toolgate/console/login", json!({"for": "desktop"}))
+        .await;
+    let url = link["result"]["url"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{link}"));
+    let login = c.get(url).send().await.unwrap();
+    let cookie = login.headers()["set-cookie"].to_str().unwrap();
+    let cookie = cookie.split(';').next().unwrap().to_owned();
+    let bad = ctl
+        .request(2, "toolgate/console/login", json!({"for": "phone"}))
+        .await;
+    assert!(
+        bad["error"]["message"].as_str().unwrap().contains("`for`"),
+        "{bad}"
+    );
+
+    let (id, call) = crate::approval::ask(&d, "echo from-the-window").await;
+    let r = c
+        .post(format!("{origin}/api/approvals/{id}/approve"))
+        .header("cookie", &cookie)
+        .header("origin", &origin)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let decided: Value = r.json().await.unwrap();
+    let by = decided["decided_by"].as_str().unwrap();
+    assert!(by.starts_with("desktop window "), "{decided}");
+    tokio::time::timeout(WAIT, call).await.unwrap().unwrap();
+    d.stop().await;
+}

@@ -241,7 +241,10 @@ impl Engine {
             .await
             .map_err(control)?;
         let reply = match client
-            .request("toolgate/console/login", serde_json::json!({}))
+            .request(
+                "toolgate/console/login",
+                serde_json::json!({"for": "desktop"}),
+            )
             .await
         {
             Ok(r) => r,

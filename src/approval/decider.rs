@@ -36,6 +36,12 @@ pub enum Decider {
         /// A non-secret label of the session, if any.
         session: Option<String>,
     },
+    /// A person in the desktop app's window (a console session whose
+    /// login link the app minted for its window).
+    DesktopWindow {
+        /// A non-secret label of the session, if any.
+        session: Option<String>,
+    },
     /// The tray menu of the desktop app.
     Tray,
     /// An action button of a desktop notification.
@@ -64,7 +70,11 @@ impl Decider {
     pub fn is_person(&self) -> bool {
         matches!(
             self,
-            Self::Cli { .. } | Self::Console { .. } | Self::Tray | Self::Notification
+            Self::Cli { .. }
+                | Self::Console { .. }
+                | Self::DesktopWindow { .. }
+                | Self::Tray
+                | Self::Notification
         )
     }
 }
@@ -86,6 +96,8 @@ impl fmt::Display for Decider {
             }
             Self::Console { session: Some(s) } => write!(f, "console session {s}"),
             Self::Console { session: None } => f.write_str("console"),
+            Self::DesktopWindow { session: Some(s) } => write!(f, "desktop window {s}"),
+            Self::DesktopWindow { session: None } => f.write_str("desktop window"),
             Self::Tray => f.write_str("tray"),
             Self::Notification => f.write_str("notification"),
             Self::Timeout => f.write_str("timeout"),

@@ -50,6 +50,8 @@ pub enum Actor {
     Session {
         /// See [`super::auth::ConsoleAuth::session_label`].
         session: String,
+        /// A browser tab or the desktop app's window.
+        surface: super::auth::Surface,
     },
     /// A client with the console bearer token.
     Bearer,
@@ -58,7 +60,7 @@ pub enum Actor {
 impl std::fmt::Display for Actor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Session { session } => write!(f, "console session {session}"),
+            Self::Session { session, .. } => write!(f, "console session {session}"),
             Self::Bearer => f.write_str("console (bearer token)"),
         }
     }

@@ -40,10 +40,22 @@ fn digest(secret: &str) -> Digest32 {
     Sha256::digest(secret.as_bytes()).into()
 }
 
+/// Where a console session is shown: a browser tab, or the desktop app's
+/// own window (its login links are minted for it). Recorded with the
+/// session's decisions, so the audit trail tells the two apart.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Surface {
+    /// A browser (`toolgate console`, the link `serve` printed).
+    #[default]
+    Browser,
+    /// The desktop app's window.
+    DesktopWindow,
+}
+
 #[derive(Debug, Default)]
 struct State {
-    logins: HashMap<Digest32, Instant>,
-    sessions: VecDeque<Digest32>,
+    logins: HashMap<Digest32, (Instant, Surface)>,
+    sessions: VecDeque<(Digest32, Surface)>,
 }
 
 /// Mints and checks the console's secrets. Cloning shares them.
@@ -89,16 +101,27 @@ impl ConsoleAuth {
 
     /// A fresh one-time login token, valid [`LOGIN_TTL`] from `now`.
     pub fn mint_at(&self, now: Instant) -> String {
+        self.mint_for_at(Surface::Browser, now)
+    }
+
+    /// A fresh one-time login token for a session shown on `surface`.
+    pub fn mint_for_at(&self, surface: Surface, now: Instant) -> String {
         let token = new_token();
         let mut st = self.state();
-        st.logins.retain(|_, expires| *expires > now);
-        st.logins.insert(digest(&token), now + LOGIN_TTL);
+        st.logins.retain(|_, (expires, _)| *expires > now);
+        st.logins.insert(digest(&token), (now + LOGIN_TTL, surface));
         token
     }
 
     /// A fresh one-time login URL (`<origin>/login?t=<token>`).
     pub fn login_url(&self) -> String {
-        format!("{}/login?t={}", self.origin, self.mint_at(Instant::now()))
+        self.login_url_for(Surface::Browser)
+    }
+
+    /// [`Self::login_url`] for a session shown on `surface`.
+    pub fn login_url_for(&self, surface: Surface) -> String {
+        let token = self.mint_for_at(surface, Instant::now());
+        format!("{}/login?t={token}", self.origin)
     }
 
     /// Trades a login token for a new session id. The token is spent
@@ -106,7 +129,7 @@ impl ConsoleAuth {
     /// expired at `now`.
     pub fn redeem_at(&self, token: &str, now: Instant) -> Option<String> {
         let mut st = self.state();
-        let expires = st.logins.remove(&digest(token))?;
+        let (expires, surface) = st.logins.remove(&digest(token))?;
         if expires <= now {
             return None;
         }
@@ -114,7 +137,7 @@ impl ConsoleAuth {
         if st.sessions.len() >= MAX_SESSIONS {
             st.sessions.pop_front();
         }
-        st.sessions.push_back(digest(&session));
+        st.sessions.push_back((digest(&session), surface));
         Some(session)
     }
 
@@ -125,8 +148,14 @@ impl ConsoleAuth {
 
     /// Whether `session` is a live session id.
     pub fn has_session(&self, session: &str) -> bool {
+        self.surface_of(session).is_some()
+    }
+
+    /// Where live session `session` is shown; `None` if it is not live.
+    pub fn surface_of(&self, session: &str) -> Option<Surface> {
         let d = digest(session);
-        self.state().sessions.contains(&d)
+        let st = self.state();
+        st.sessions.iter().find(|(s, _)| *s == d).map(|(_, w)| *w)
     }
 
     /// Whether `token` is the console bearer token (constant time).
@@ -160,6 +189,18 @@ mod tests {
         assert_eq!(auth.redeem_at("not-a-token", t0), None);
         assert!(!auth.has_session("not-a-session"));
         assert!(!auth.has_session(&token), "a login token is not a session");
+    }
+
+    #[test]
+    fn a_session_remembers_where_its_login_link_was_meant_to_open() {
+        let auth = ConsoleAuth::new("http://127.0.0.1:1");
+        let t0 = Instant::now();
+        let window = auth.mint_for_at(Surface::DesktopWindow, t0);
+        let window = auth.redeem_at(&window, t0).unwrap();
+        let tab = auth.redeem_at(&auth.mint_at(t0), t0).unwrap();
+        assert_eq!(auth.surface_of(&window), Some(Surface::DesktopWindow));
+        assert_eq!(auth.surface_of(&tab), Some(Surface::Browser));
+        assert_eq!(auth.surface_of("nope"), None);
     }
 
     #[test]

@@ -10,6 +10,7 @@ use super::api::{
     Actor, ApiResult, ConsoleApi, DecisionBody, EventFeed, Export, ExportFormat, FeedItem,
     PolicyTestBody, Via,
 };
+use super::auth::Surface;
 use super::error::ApiError;
 use crate::control::types::{AlwaysInput, ApproveInput, AuditQuery, DenyInput};
 use crate::control::{Control, ControlError, Decider, StreamItem};
@@ -25,7 +26,22 @@ impl From<ControlError> for ApiError {
 /// browser session cannot claim to be the tray: it decides as itself.
 fn decider(by: Actor, via: Option<Via>) -> ApiResult<Decider> {
     match (by, via) {
-        (Actor::Session { session }, None) => Ok(Decider::Console {
+        (
+            Actor::Session {
+                session,
+                surface: Surface::Browser,
+            },
+            None,
+        ) => Ok(Decider::Console {
+            session: Some(session),
+        }),
+        (
+            Actor::Session {
+                session,
+                surface: Surface::DesktopWindow,
+            },
+            None,
+        ) => Ok(Decider::DesktopWindow {
             session: Some(session),
         }),
         (Actor::Bearer, None) => Ok(Decider::Console { session: None }),
@@ -190,10 +206,19 @@ mod tests {
     fn a_session_decides_as_itself_and_only_the_shell_names_the_tray() {
         let session = || Actor::Session {
             session: "ab12".into(),
+            surface: Surface::Browser,
         };
         assert_eq!(
             decider(session(), None).unwrap().to_string(),
             "console session ab12"
+        );
+        let window = Actor::Session {
+            session: "cd34".into(),
+            surface: Surface::DesktopWindow,
+        };
+        assert_eq!(
+            decider(window, None).unwrap().to_string(),
+            "desktop window cd34"
         );
         assert_eq!(
             decider(Actor::Bearer, Some(Via::Tray)).unwrap(),

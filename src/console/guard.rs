@@ -125,8 +125,9 @@ fn actor(g: &Gate, headers: &HeaderMap) -> Result<Actor, (Code, &'static str)> {
         ));
     }
     match cookie(headers, COOKIE) {
-        Some(session) if g.auth.has_session(session) => Ok(Actor::Session {
+        Some(session) if let Some(surface) = g.auth.surface_of(session) => Ok(Actor::Session {
             session: ConsoleAuth::session_label(session),
+            surface,
         }),
         Some(_) => Err((
             Code::Unauthorized,

@@ -9,6 +9,7 @@ use super::jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS};
 use super::server::Refused;
 use crate::approval::Decider;
 use crate::console::ConsoleAuth;
+use crate::console::auth::Surface;
 use crate::context::Caller;
 use crate::control::Control;
 use crate::control::types::{AlwaysInput, ApproveInput, DenyInput};
@@ -121,7 +122,19 @@ pub(super) async fn handle(
                 INVALID_PARAMS,
                 "this daemon serves no console (it was started with --no-http)".to_owned(),
             ))?;
-            Ok(json!({"url": auth.login_url()}))
+            // The desktop app asks for its window's link, so decisions made
+            // there are recorded as the desktop window's.
+            let surface = match str_param(&params, "for") {
+                Some("desktop") => Surface::DesktopWindow,
+                None | Some("browser") => Surface::Browser,
+                Some(other) => {
+                    return Err((
+                        INVALID_PARAMS,
+                        format!("`for` is `browser` or `desktop`, not `{other}`"),
+                    ));
+                }
+            };
+            Ok(json!({"url": auth.login_url_for(surface)}))
         }
         other => Err((INVALID_PARAMS, format!("`{other}` is not a control method"))),
     }

@@ -15,4 +15,8 @@ exe: string | null, } | { "kind": "console",
 /**
  * A non-secret label of the session, if any.
  */
+session: string | null, } | { "kind": "desktop_window", 
+/**
+ * A non-secret label of the session, if any.
+ */
 session: string | null, } | { "kind": "tray" } | { "kind": "notification" } | { "kind": "timeout" } | { "kind": "startup" } | { "kind": "shutdown" } | { "kind": "caller" };

@@ -127,6 +127,7 @@ describe('words about people and causes', () => {
     expect(deciderWords('cli pid 4242 (/usr/bin/toolgate)')).toBe('from the CLI (pid 4242)');
     expect(deciderWords('tray')).toBe('from the tray');
     expect(deciderWords('console session 3f2a')).toBe('in a console window');
+    expect(deciderWords('desktop window 3f2a')).toBe('in the desktop window');
     expect(deciderWords(null)).toBe('elsewhere');
   });
 

@@ -301,6 +301,7 @@ export function deciderWords(by: string | null | undefined): string {
     const pid = /pid (\d+)/.exec(by)?.[1];
     return pid ? `from the CLI (pid ${pid})` : 'from the CLI';
   }
+  if (by.startsWith('desktop window')) return 'in the desktop window';
   if (by.startsWith('console')) return 'in a console window';
   switch (by) {
     case 'tray':
