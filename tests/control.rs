@@ -133,6 +133,8 @@ async fn a_changed_upstream_tool_shows_both_versions_and_is_approved_through_con
     let add = tools.iter().find(|t| t.name == "rug__add").expect("listed");
     assert_eq!(add.state, ToolState::Quarantined);
     assert_eq!(add.source, "mcp:rug");
+    // As risky as its registered siblings, not the Low of a bare def.
+    assert_eq!(add.risk, toolgate::tool::Risk::Medium);
     let detail = c.tool("rug__add").await.expect("detail");
     assert!(detail.description.contains("credentials"));
     assert!(detail.pin.is_some());

@@ -106,7 +106,9 @@ impl Control {
 }
 
 /// The definition a quarantined tool would have, from its offered version;
-/// trust as upstream tools get by default.
+/// trust and risk as upstream tools get by default (the pin keeps no
+/// annotations, so no destructive hint raises it), so a quarantined tool
+/// does not look safer than its registered siblings.
 fn pending_def(pin: &PinRecord) -> Option<ToolDef> {
     let v = pin.pending.as_ref()?;
     let name = ToolName::new(&pin.name).ok()?;
@@ -117,6 +119,7 @@ fn pending_def(pin: &PinRecord) -> Option<ToolDef> {
     Some(
         ToolDef::new(name, v.description.clone(), schema)
             .with_source(Source::Mcp(Arc::from(pin.server.as_str())))
-            .with_trust(Trust::External),
+            .with_trust(Trust::External)
+            .with_risk(crate::upstream::upstream_risk(&Default::default())),
     )
 }

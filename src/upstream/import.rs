@@ -181,7 +181,7 @@ fn annotations(t: &McpTool) -> Annotations {
 
 /// Medium by default: an upstream tool can do anything its server can.
 /// A destructive hint raises it; no hint lowers it (hints are untrusted).
-fn risk(a: &Annotations) -> Risk {
+pub(crate) fn risk(a: &Annotations) -> Risk {
     if a.destructive_hint == Some(true) {
         Risk::High
     } else {

@@ -42,6 +42,7 @@
 
 mod errors;
 mod import;
+pub(crate) use import::risk as upstream_risk;
 mod inspect;
 mod manager;
 mod naming;
