@@ -67,3 +67,19 @@ export function pretty(v: unknown): string {
     return String(v);
   }
 }
+
+/**
+ * An MCP client config as people write it: `command` before `args` in each
+ * server (the engine's JSON sorts keys), two-space indent.
+ */
+export function mcpConfigText(config: unknown): string {
+  return JSON.stringify(
+    config,
+    (_key: string, v: unknown) => {
+      if (v === null || typeof v !== 'object' || Array.isArray(v) || !('command' in v)) return v;
+      const { command, ...rest } = v as Record<string, unknown>;
+      return { command, ...rest };
+    },
+    2,
+  );
+}
