@@ -640,10 +640,10 @@ impl Breaker {
         };
         let transition = self.lock().get_mut(tool).and_then(|e| {
             let now = Instant::now();
-            if verdict != Verdict::Neutral {
-                e.buckets.record(now, verdict == Verdict::Failure);
-                e.latencies.record(took);
-            }
+            // Every call that reached the tool is traffic (the tile's volume
+            // and times); only failures the breaker counts are failures.
+            e.buckets.record(now, verdict == Verdict::Failure);
+            e.latencies.record(took);
             if failure.is_some() {
                 e.last_failure = failure;
             }

@@ -202,6 +202,14 @@ async fn caller_errors_never_count_but_tool_failures_do() {
     }
     let status = rig.status("t").expect("seen");
     assert_eq!((status.state, status.failures), (Closed, 0));
+    // They are still traffic: the tile counts six calls, none failed.
+    let stats = rig.stage.stats();
+    let (calls, failed) = stats[0]
+        .buckets
+        .iter()
+        .fold((0, 0), |(c, f), (bc, bf)| (c + bc, f + bf));
+    assert_eq!((calls, failed), (6, 0));
+    assert!(stats[0].latency.is_some());
     let broken = || fail(CallError::tool_failed("`nope.txt` does not exist"));
     let script = Script::new(vec![broken(), broken()]);
     for _ in 0..2 {

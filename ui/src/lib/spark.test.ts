@@ -30,7 +30,7 @@ describe('spark', () => {
   });
 
   it('counts failures the way the engine does; refusals are neutral', () => {
-    expect(countsAsFailure({ status: 'ok', is_error: true, size: 1 })).toBe(true);
+    expect(countsAsFailure({ status: 'ok', is_error: true, size: 1 })).toBe(false);
     expect(countsAsFailure({ status: 'ok', is_error: false, size: 1 })).toBe(false);
     expect(countsAsFailure({ status: 'err', kind: 'timeout', message: '' })).toBe(true);
     expect(countsAsFailure({ status: 'err', kind: 'denied', message: '' })).toBe(false);

@@ -66,11 +66,12 @@ const FAILURES: readonly ErrorKind[] = ['timeout', 'rate_limit', 'connection', '
 
 /**
  * Whether an outcome counts against the tool's breaker (mirrors
- * `CallError::counts_as_failure`; the event does not say whose fault a
- * `tool_failed` was, so it counts, as the tool's own failures do).
+ * `CallError::counts_as_failure` with the default config: a result the tool
+ * marked `isError` does not count unless a server is configured to; the
+ * event does not say whose fault a `tool_failed` was, so it counts, as the
+ * tool's own failures do). The next snapshot brings the engine's own counts.
  */
 export function countsAsFailure(o: Outcome): boolean {
-  if (o.status === 'ok') return o.is_error;
   return o.status === 'err' && FAILURES.includes(o.kind);
 }
 
