@@ -79,6 +79,7 @@ describe('states always have a word and an icon', () => {
   it('call outcomes by error class', () => {
     expect(callLook({ outcome: 'ok' }).word).toBe('OK');
     expect(callLook({ outcome: 'running' }).tone).toBe('info');
+    expect(callLook({ outcome: 'running' }, true)).toMatchObject({ tone: 'warn', word: 'Waiting' });
     expect(callLook({ outcome: 'tool_error' }).word).toBe('Tool error');
     expect(callLook({ outcome: 'error', error_kind: 'approval_timed_out' })).toMatchObject({ tone: 'high', word: 'Timed out' });
     expect(callLook({ outcome: 'error', error_kind: 'denied' })).toMatchObject({ tone: 'danger', word: 'Denied' });

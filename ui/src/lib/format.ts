@@ -257,10 +257,10 @@ export function errorLook(k: string): Look {
   return kind ? ERROR_WORDS[kind] : { tone: 'danger', icon: 'x-circle', word: k.replaceAll('_', ' ') };
 }
 
-export function callLook(c: CallEnd): Look {
+export function callLook(c: CallEnd, waiting = false): Look {
   switch (c.outcome) {
     case 'running':
-      return { tone: 'info', icon: 'loader', word: 'Running' };
+      return waiting ? { tone: 'warn', icon: 'clock', word: 'Waiting' } : { tone: 'info', icon: 'loader', word: 'Running' };
     case 'ok':
       return { tone: 'ok', icon: 'check-circle', word: 'OK' };
     case 'tool_error':

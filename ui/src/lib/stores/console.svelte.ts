@@ -196,6 +196,8 @@ export class ConsoleStore implements StreamSink {
   // --- state
   engine = $state<EngineInfo | null>(null);
   pending = $state<ApprovalItem[]>([]);
+  /** Calls waiting for a person (their live rows say so rather than "running"). */
+  waitingCalls = $derived(new Set(this.pending.map((p) => p.call_id)));
   recent = $state<ApprovalItem[]>([]);
   breakers = $state<BreakerView[]>([]);
   /** Live spark per tool (not part of the proxied state: replaced whole). */
