@@ -272,8 +272,9 @@ impl ConsoleSink for Shared {
 
 /// Numbers one event and appends it; returns its number.
 fn push(shared: &Shared, event: &Event) -> u64 {
-    let ts_ms = crate::audit::now_ms();
     let mut st = shared.lock();
+    // Read under the lock, so timestamps never go backwards as numbers go up.
+    let ts_ms = crate::audit::now_ms();
     let seq = st.last + 1;
     st.last = seq;
     match event {
