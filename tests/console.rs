@@ -16,10 +16,7 @@ const WAIT: Duration = Duration::from_secs(20);
 
 /// Logs in with a fresh link; returns the `Cookie` header value.
 async fn login(d: &TestDaemon) -> String {
-    let r = client().get(d.console.login_url()).send().await.unwrap();
-    assert_eq!(r.status(), StatusCode::SEE_OTHER);
-    let set = r.headers()["set-cookie"].to_str().unwrap();
-    set.split(';').next().unwrap().to_owned()
+    crate::common::session_cookie(&d.console.login_url()).await
 }
 
 fn cookie_headers(cookie: &str, origin: &str) -> HeaderMap {

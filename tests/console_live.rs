@@ -170,9 +170,7 @@ async fn the_desktop_shell_decides_as_its_tray_and_a_browser_as_itself() {
     let (id, call) = crate::approval::ask(&d, "echo from-the-tray").await;
 
     // A browser session cannot say it is the tray.
-    let login = c.get(d.console.login_url()).send().await.unwrap();
-    let cookie = login.headers()["set-cookie"].to_str().unwrap();
-    let cookie = cookie.split(';').next().unwrap().to_owned();
+    let cookie = crate::common::session_cookie(&d.console.login_url()).await;
     let r = c
         .post(format!("{origin}/api/approvals/{id}/approve"))
         .header("cookie", &cookie)
@@ -375,9 +373,7 @@ async fn a_decision_in_the_desktop_window_is_recorded_as_the_window_s() {
     let url = link["result"]["url"]
         .as_str()
         .unwrap_or_else(|| panic!("{link}"));
-    let login = c.get(url).send().await.unwrap();
-    let cookie = login.headers()["set-cookie"].to_str().unwrap();
-    let cookie = cookie.split(';').next().unwrap().to_owned();
+    let cookie = crate::common::session_cookie(url).await;
     let bad = ctl
         .request(2, "toolgate/console/login", json!({"for": "phone"}))
         .await;

@@ -107,3 +107,12 @@ pub(crate) fn console_client() -> reqwest::Client {
         .build()
         .unwrap()
 }
+
+/// Trades the one-time login link `url` for a session; returns the
+/// `Cookie` header value (`tg_console=...`).
+pub(crate) async fn session_cookie(url: &str) -> String {
+    let r = console_client().get(url).send().await.unwrap();
+    assert_eq!(r.status(), reqwest::StatusCode::SEE_OTHER, "{url}");
+    let set = r.headers()["set-cookie"].to_str().unwrap();
+    set.split(';').next().unwrap().to_owned()
+}
