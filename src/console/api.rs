@@ -66,17 +66,6 @@ impl std::fmt::Display for Actor {
     }
 }
 
-/// "Always" part of a decision: remember it for calls in `scope`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Always {
-    /// `tool`, `caller` or `args:/path=GLOB` (docs/policy.md).
-    pub scope: String,
-    /// How long the rule lasts; `None` = until revoked.
-    #[serde(default)]
-    pub ttl_s: Option<u64>,
-}
-
 /// Where a person decided, said by the desktop shell (it holds the
 /// console's bearer token) when the decision came from its tray or a
 /// notification rather than the console page.
@@ -98,7 +87,7 @@ pub struct DecisionBody {
     pub reason: Option<String>,
     /// Also remember the decision.
     #[serde(default)]
-    pub always: Option<Always>,
+    pub always: Option<crate::control::types::AlwaysInput>,
     /// Bearer clients only: the desktop tray or a notification decided.
     #[serde(default)]
     pub decider: Option<Via>,

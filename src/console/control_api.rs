@@ -12,7 +12,7 @@ use super::api::{
 };
 use super::auth::Surface;
 use super::error::ApiError;
-use crate::control::types::{AlwaysInput, ApproveInput, AuditQuery, DenyInput};
+use crate::control::types::{ApproveInput, AuditQuery, DenyInput};
 use crate::control::{Control, ControlError, Decider, StreamItem};
 
 impl From<ControlError> for ApiError {
@@ -53,13 +53,6 @@ fn decider(by: Actor, via: Option<Via>) -> ApiResult<Decider> {
              leave it out and the decision is recorded as this console session's",
         )),
     }
-}
-
-fn always(body: &DecisionBody) -> Option<AlwaysInput> {
-    body.always.as_ref().map(|a| AlwaysInput {
-        scope: a.scope.clone(),
-        ttl_s: a.ttl_s,
-    })
 }
 
 fn feed_item(item: StreamItem) -> Option<FeedItem> {
@@ -127,7 +120,7 @@ impl ConsoleApi for Control {
         }
         let by = decider(by, body.decider)?;
         let input = ApproveInput {
-            always: always(&body),
+            always: body.always,
         };
         Ok(Control::approve(self, id, &by, input).await?)
     }
@@ -140,7 +133,7 @@ impl ConsoleApi for Control {
     ) -> ApiResult<impl Serialize + Send> {
         let by = decider(by, body.decider)?;
         let input = DenyInput {
-            always: always(&body),
+            always: body.always,
             reason: body.reason,
         };
         Ok(Control::deny(self, id, &by, input).await?)

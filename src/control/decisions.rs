@@ -38,6 +38,14 @@ impl Control {
         })
     }
 
+    /// The requests waiting for a person.
+    ///
+    /// # Errors
+    /// No approval queue.
+    pub fn pending(&self) -> Result<Vec<crate::approval::ApprovalRequest>, ControlError> {
+        Ok(self.approvals()?.pending())
+    }
+
     /// A request with this caller's last calls of the tool.
     ///
     /// # Errors

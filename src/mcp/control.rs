@@ -76,7 +76,9 @@ pub(super) async fn handle(
             let tool = str_param(&params, "tool").unwrap_or_default();
             json_of(control.reset_breaker(tool))
         }
-        "toolgate/approvals" => Ok(json!({"pending": json_of(pending(control)?)?})),
+        "toolgate/approvals" => {
+            Ok(json!({"pending": json_of(control.pending().map_err(refused)?)?}))
+        }
         "toolgate/approve" => {
             let input = ApproveInput {
                 always: str_param(&params, "always").map(|scope| AlwaysInput {
@@ -138,13 +140,4 @@ pub(super) async fn handle(
         }
         other => Err((INVALID_PARAMS, format!("`{other}` is not a control method"))),
     }
-}
-
-/// The waiting requests, or why there are none to wait for.
-fn pending(control: &Control) -> Result<Vec<crate::approval::ApprovalRequest>, Refused> {
-    let approvals = control.engine().approvals().ok_or((
-        INVALID_PARAMS,
-        "this daemon runs without an approval queue".to_owned(),
-    ))?;
-    Ok(approvals.pending())
 }
