@@ -328,6 +328,7 @@ async fn toolgate_daemon(dir: &Path, audit_dir: &str) -> (PathBuf, CancellationT
         retention: Duration::from_secs(86_400),
         http_port: None,
         mode: toolgate::control::EngineMode::Serve,
+        warden: None,
     };
     // The loop guard would rightly stop a benchmark that repeats calls; the
     // arguments differ on every call, as in real use.

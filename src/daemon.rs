@@ -96,6 +96,9 @@ pub struct ServeOptions {
     /// Who hosts the engine (`toolgate serve` or the desktop app), shown
     /// in the console's header.
     pub mode: EngineMode,
+    /// The toolgate binary that confines governed processes as their
+    /// warden (see [`crate::barrier`]): the running one when it can be.
+    pub warden: Option<PathBuf>,
 }
 
 impl ServeOptions {
@@ -140,6 +143,7 @@ impl ServeOptions {
             retention: Duration::from_secs(90 * 86_400),
             http_port: Some(0),
             mode: EngineMode::Serve,
+            warden: crate::barrier::Barrier::own_warden(),
         }
     }
 }
@@ -290,6 +294,7 @@ impl Daemon {
         let env = Env {
             own_files: OwnFiles::for_daemon(config.path.as_deref(), &opts.data_dir, &opts.socket)
                 .token_file(opts.console_token_file()),
+            warden: opts.warden.clone(),
             ..Env::from_process()
         };
         let engine = setup::engine_with(config, &env, |b| {

@@ -6,6 +6,7 @@
 
 pub mod approval;
 pub mod audit;
+pub mod barrier;
 pub mod bridge;
 pub mod builtin;
 pub mod cancel;

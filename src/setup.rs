@@ -3,8 +3,10 @@
 //! startup checks. Every host (CLI, daemon, desktop) starts the engine
 //! through here, so they all apply the same rules.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::barrier::{Barrier, Shield};
 use crate::builtin::{fs, http, shell};
 use crate::config::Config;
 use crate::engine::{Engine, EngineBuilder};
@@ -44,6 +46,10 @@ pub struct Env {
     /// change (the config file in use and its data dir are added from the
     /// config). The daemon passes the ones it really uses.
     pub own_files: OwnFiles,
+    /// The toolgate binary that runs governed processes as their warden
+    /// (see [`crate::barrier`]); `None`: this host has none, and governed
+    /// processes are refused or run unconfined as `[barrier]` says.
+    pub warden: Option<PathBuf>,
 }
 
 impl Env {
@@ -53,6 +59,7 @@ impl Env {
         Self {
             allowed_tools: std::env::var(ALLOWED_TOOLS_ENV).ok(),
             own_files: OwnFiles::defaults(),
+            warden: Barrier::own_warden(),
         }
     }
 }
@@ -88,12 +95,21 @@ pub fn engine_with(
         .iter()
         .map(|s| format!("{}__", s.name))
         .collect();
-    let builtins = builtin_tools(&config, &roots, &ssrf)?;
-    let protected = Protected::new(&own_files(&config, env), roots.roots());
+    let own = own_files(&config, env);
+    let barrier = Barrier::start(
+        env.warden.clone(),
+        Shield::new()
+            .hiding(own.hidden_paths())
+            .read_only(&config.barrier.read_only),
+        config.barrier.clone(),
+    );
+    let builtins = builtin_tools(&config, &roots, &ssrf, &barrier)?;
+    let protected = Protected::new(&own, roots.roots());
     let guards = GuardConfig {
         roots,
         ssrf,
         protected,
+        barrier,
     };
     let engine = adjust(
         Engine::builder(config)
@@ -148,10 +164,18 @@ fn builtin_tools(
     config: &Config,
     roots: &Arc<PathRoots>,
     ssrf: &SsrfConfig,
+    barrier: &Barrier,
 ) -> Result<Vec<fs::BuiltTool>, SetupError> {
     let err = |e: &dyn std::fmt::Display| SetupError::Builtin(e.to_string());
     let mut tools = fs::tools(roots.clone()).map_err(|e| err(&e))?;
-    tools.push(shell::tool(roots.clone(), config.builtin.shell_max_timeout).map_err(|e| err(&e))?);
+    tools.push(
+        shell::tool(
+            roots.clone(),
+            config.builtin.shell_max_timeout,
+            barrier.clone(),
+        )
+        .map_err(|e| err(&e))?,
+    );
     tools.push(http::tool(ssrf.clone()).map_err(|e| err(&e))?);
     let disabled = &config.builtin.disabled;
     if let Some(unknown) = disabled

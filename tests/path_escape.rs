@@ -321,9 +321,13 @@ async fn toctou_swap_after_the_check_is_still_refused() {
 // --- shell_exec ----------------------------------------------------------------
 
 fn shell_tool(f: &Fixture) -> Arc<dyn Tool> {
-    shell::tool(Arc::clone(&f.roots), Duration::from_secs(60))
-        .unwrap()
-        .1
+    shell::tool(
+        Arc::clone(&f.roots),
+        Duration::from_secs(60),
+        crate::common::barrier(),
+    )
+    .unwrap()
+    .1
 }
 
 /// Whether `pid` is still running: `/proc/<pid>` exists and is not a zombie

@@ -8,10 +8,13 @@
 //!   This only decides where the command *starts*: a shell can reach
 //!   anything the user can, which is why the tool is `Risk::Critical` and
 //!   policy puts it in front of a person.
-//! - The command runs in its own process group. When it exits, times out, or
-//!   the call is dropped (cancelled by the pipeline), the whole group is
-//!   killed with `SIGKILL`; `kill_on_drop` alone would only kill `sh` and
-//!   leave its children running as orphans.
+//! - The command runs under the barrier (`crate::barrier`): confined by its
+//!   warden, which keeps it away from toolgate's own files, credentials and
+//!   control plane, whatever it runs. When it exits, times out, or the call
+//!   is dropped (cancelled by the pipeline), everything it started is
+//!   killed, the daemons that left its process group (`setsid`, double
+//!   forks) included ([`Leash`]); `kill_on_drop` alone would only kill the
+//!   top process and leave its children running as orphans.
 //! - stdout and stderr are captured separately, each bounded to
 //!   [`OUTPUT_LIMIT`] bytes (the rest is drained and counted, so a chatty
 //!   command never blocks on a full pipe).
@@ -26,18 +29,17 @@ use std::path::Path;
 use std::pin::pin;
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use rustix::process::{Pid, Signal, kill_process_group};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::process::{Child, Command};
+
 use tokio::sync::oneshot;
 
 use super::fs::BuiltTool;
+use crate::barrier::{Barrier, Leash, Spawn};
 use crate::context::CallContext;
 use crate::error::CallError;
 use crate::guard::path::PathRoots;
@@ -58,8 +60,12 @@ const PIPE_GRACE: Duration = Duration::from_millis(500);
 ///
 /// # Errors
 /// The tool name breaks the naming rule (a bug in this module).
-pub fn tool(roots: Arc<PathRoots>, max_timeout: Duration) -> Result<BuiltTool, ToolNameError> {
-    typed_tool(ShellExec::new(roots, max_timeout))
+pub fn tool(
+    roots: Arc<PathRoots>,
+    max_timeout: Duration,
+    barrier: Barrier,
+) -> Result<BuiltTool, ToolNameError> {
+    typed_tool(ShellExec::new(roots, max_timeout, barrier))
 }
 
 /// Run a shell command with `sh -c` and return its exit code, stdout and
@@ -86,12 +92,17 @@ pub struct ShellExecArgs {
 pub struct ShellExec {
     roots: Arc<PathRoots>,
     max_timeout: Duration,
+    barrier: Barrier,
 }
 
 impl ShellExec {
-    /// A shell confined (for its working directory) to `roots`.
-    pub fn new(roots: Arc<PathRoots>, max_timeout: Duration) -> Self {
-        Self { roots, max_timeout }
+    /// A shell that starts in `roots` and runs under `barrier`.
+    pub fn new(roots: Arc<PathRoots>, max_timeout: Duration, barrier: Barrier) -> Self {
+        Self {
+            roots,
+            max_timeout,
+            barrier,
+        }
     }
 
     /// The timeout for one call: what was asked, else the default, never
@@ -126,49 +137,12 @@ impl TypedTool for ShellExec {
             .check(args.cwd.as_deref().unwrap_or(""))
             .map_err(|e| e.into_call_error("cwd"))?;
         run_command(
+            &self.barrier,
             &args.command,
             &cwd.absolute(),
             self.timeout(args.timeout_ms),
         )
         .await
-    }
-}
-
-/// Kills a process group with `SIGKILL`, at most once: when asked, and
-/// otherwise when dropped, so a cancelled call leaves no process behind.
-struct ProcessGroup {
-    pgid: Option<Pid>,
-    killed: AtomicBool,
-}
-
-impl ProcessGroup {
-    /// The group `child` leads (spawned with `process_group(0)`, so its
-    /// pgid is its pid).
-    fn led_by(child: &Child) -> Self {
-        let pgid = child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .and_then(Pid::from_raw);
-        Self {
-            pgid,
-            killed: AtomicBool::new(false),
-        }
-    }
-
-    fn kill(&self) {
-        if self.killed.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        if let Some(pgid) = self.pgid {
-            // ESRCH (group already gone) is the expected, harmless case.
-            let _ = kill_process_group(pgid, Signal::KILL);
-        }
-    }
-}
-
-impl Drop for ProcessGroup {
-    fn drop(&mut self) {
-        self.kill();
     }
 }
 
@@ -193,22 +167,26 @@ impl Captured {
     }
 }
 
-async fn run_command(command: &str, cwd: &Path, limit: Duration) -> Result<ToolResult, CallError> {
-    let mut child = Command::new("sh")
+async fn run_command(
+    barrier: &Barrier,
+    command: &str,
+    cwd: &Path,
+    limit: Duration,
+) -> Result<ToolResult, CallError> {
+    let mut child = barrier
+        .command("sh", Spawn::call())
+        .map_err(|e| CallError::tool_failed(format!("shell_exec cannot run: {e}")))?
         .arg("-c")
         .arg(command)
         .current_dir(cwd)
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true)
         .spawn()
         .map_err(|e| {
             CallError::tool_failed(format!("cannot start `sh` in `{}`: {e}", cwd.display()))
         })?;
-    // Declared after `child`, so it is dropped (and kills the group) first.
-    let group = ProcessGroup::led_by(&child);
+    // Declared after `child`, so it is dropped (and ends the program) first.
+    let group = Leash::of(&mut child, barrier.has_warden());
     let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
     let (mut out, mut err) = (Captured::default(), Captured::default());
     let finished = {
@@ -217,7 +195,7 @@ async fn run_command(command: &str, cwd: &Path, limit: Duration) -> Result<ToolR
             let status = child.wait().await;
             // Background jobs die with the command; this also closes the
             // pipes they inherited, so the readers below reach their end.
-            group.kill();
+            group.release();
             let _ = exited_tx.send(());
             status
         };
@@ -236,7 +214,7 @@ async fn run_command(command: &str, cwd: &Path, limit: Duration) -> Result<ToolR
         match tokio::time::timeout(limit, work).await {
             Ok(done) => done,
             Err(_) => {
-                group.kill();
+                group.cut();
                 return Err(CallError::Timeout { after: limit });
             }
         }

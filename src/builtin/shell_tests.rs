@@ -19,7 +19,7 @@ fn fixture(max_timeout: Duration) -> Fixture {
     let root = std::fs::canonicalize(tmp.path()).unwrap();
     std::fs::create_dir(root.join("sub")).unwrap();
     let roots = Arc::new(PathRoots::new(std::slice::from_ref(&root)).unwrap());
-    let (def, tool) = tool(roots, max_timeout).unwrap();
+    let (def, tool) = tool(roots, max_timeout, Barrier::unconfined()).unwrap();
     Fixture {
         _tmp: tmp,
         root,
@@ -65,11 +65,15 @@ fn definition_is_critical_and_guards_cwd_and_command() {
 #[test]
 fn timeouts_are_capped_by_the_maximum() {
     let roots = Arc::new(PathRoots::empty());
-    let s = ShellExec::new(Arc::clone(&roots), Duration::from_secs(10));
+    let s = ShellExec::new(
+        Arc::clone(&roots),
+        Duration::from_secs(10),
+        Barrier::unconfined(),
+    );
     assert_eq!(s.timeout(None), Duration::from_secs(10));
     assert_eq!(s.timeout(Some(500)), Duration::from_millis(500));
     assert_eq!(s.timeout(Some(60_000)), Duration::from_secs(10));
-    let s = ShellExec::new(roots, Duration::from_secs(120));
+    let s = ShellExec::new(roots, Duration::from_secs(120), Barrier::unconfined());
     assert_eq!(s.timeout(None), DEFAULT_TIMEOUT);
 }
 
@@ -137,7 +141,12 @@ async fn cwd_outside_the_roots_is_refused_before_running() {
 
 #[tokio::test]
 async fn no_roots_means_no_shell() {
-    let (_, tool) = tool(Arc::new(PathRoots::empty()), DEFAULT_TIMEOUT).unwrap();
+    let (_, tool) = tool(
+        Arc::new(PathRoots::empty()),
+        DEFAULT_TIMEOUT,
+        Barrier::unconfined(),
+    )
+    .unwrap();
     let e = tool
         .call(json!({"command": "true"}), &ctx())
         .await

@@ -18,6 +18,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::barrier::BarrierSettings;
 use crate::pipeline::policy::PolicyConfig;
 use crate::settings::{Settings, ToolSettings};
 use crate::tool::ToolName;
@@ -92,6 +93,8 @@ pub struct Config {
     pub builtin: BuiltinConfig,
     /// Upstream MCP servers, validated (names unique, URLs checked).
     pub servers: Vec<servers::ServerSpec>,
+    /// How governed processes are confined.
+    pub barrier: BarrierSettings,
 }
 
 impl Default for Config {
@@ -112,6 +115,7 @@ impl Default for Config {
                 ..BuiltinConfig::default()
             },
             servers: Vec::new(),
+            barrier: BarrierSettings::default(),
         })
     }
 }
@@ -202,7 +206,20 @@ impl Config {
             policy,
             builtin,
             servers,
+            barrier: barrier_settings(&raw.barrier),
         })
+    }
+}
+
+/// `[barrier]`, each unset key at its strict default.
+fn barrier_settings(raw: &raw::RawBarrier) -> BarrierSettings {
+    let defaults = BarrierSettings::default();
+    BarrierSettings {
+        when_unavailable: raw.when_unavailable.unwrap_or(defaults.when_unavailable),
+        unix_sockets: raw.unix_sockets.unwrap_or(defaults.unix_sockets),
+        read_only: raw.read_only.as_ref().map_or(defaults.read_only, |list| {
+            list.iter().map(|p| crate::paths::expand_home(p)).collect()
+        }),
     }
 }
 

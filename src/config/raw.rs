@@ -41,6 +41,27 @@ pub struct RawConfig {
     /// Upstream MCP servers (`[[servers]]`); validated by `config::servers`.
     #[serde(default)]
     pub servers: Vec<super::servers::RawServer>,
+    /// How governed processes are confined (`[barrier]`).
+    #[serde(default)]
+    pub barrier: RawBarrier,
+}
+
+/// `[barrier]`: what every process started for a governed call runs
+/// under (see docs/self-protection.md).
+#[derive(Debug, Default, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct RawBarrier {
+    /// When the kernel cannot confine governed processes: `refuse`
+    /// (default) refuses shell-like tools, `run` runs them unconfined.
+    pub when_unavailable: Option<crate::barrier::WhenUnavailable>,
+    /// Let governed processes open Unix sockets (ssh-agent, docker, D-Bus).
+    /// Off by default: a user daemon reached that way can start programs
+    /// outside the barrier.
+    pub unix_sockets: Option<bool>,
+    /// Files and directories governed processes may read but not change
+    /// (`~` expanded); replaces the default list of shell startup and
+    /// autostart files.
+    pub read_only: Option<Vec<String>>,
 }
 
 /// Limits, globally (`[pipeline]`).

@@ -188,6 +188,29 @@ impl OwnFiles {
     pub fn token_file(self, path: impl AsRef<Path>) -> Self {
         self.add(Place::TokenFile, path)
     }
+
+    /// What the barrier hides from governed processes: the data and
+    /// runtime dirs, the sockets and the files named after them, token
+    /// files, and the config file's directory when it is toolgate's own
+    /// (`~/.config/toolgate`, which also holds plugins) or else the config
+    /// file alone.
+    pub fn hidden_paths(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for (place, path) in &self.places {
+            match place {
+                Place::ConfigFile => {
+                    let own_dir = path
+                        .parent()
+                        .filter(|d| d.file_name().is_some_and(|n| n == "toolgate"));
+                    out.push(own_dir.unwrap_or(path).to_owned());
+                }
+                Place::Sockets => out
+                    .extend(["", ".ctl", ".http"].map(|suffix| crate::paths::beside(path, suffix))),
+                Place::DataDir | Place::RuntimeDir | Place::TokenFile => out.push(path.clone()),
+            }
+        }
+        out
+    }
 }
 
 /// One protected path, resolved.

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{Call, Enter, Stage};
+use crate::barrier::Barrier;
 use crate::error::CallError;
 use crate::events::StageName;
 use crate::guard::path::PathRoots;
@@ -36,6 +37,9 @@ pub struct GuardConfig {
     /// toolgate's own files, which no governed tool may change (or, for
     /// tokens, read).
     pub protected: Protected,
+    /// The barrier governed processes run under; when it is off and the
+    /// config refuses to run unconfined, shell-like tools are refused here.
+    pub barrier: Barrier,
 }
 
 impl Default for GuardConfig {
@@ -46,6 +50,7 @@ impl Default for GuardConfig {
             roots: Arc::new(PathRoots::empty()),
             ssrf: SsrfConfig::default(),
             protected: Protected::default(),
+            barrier: Barrier::unconfined(),
         }
     }
 }
@@ -136,6 +141,16 @@ impl Stage for Guards {
 
     fn enter(&self, call: &mut Call) -> Enter {
         let def = &call.tool.def;
+        if self.config.barrier.refuses_shell() && runs_commands(def) {
+            return Enter::Refuse(CallError::GuardDenied {
+                arg: String::new(),
+                reason: format!(
+                    "{} runs commands, and {}",
+                    def.name,
+                    self.config.barrier.status().summary
+                ),
+            });
+        }
         let access = Access::of(def);
         for g in &def.guards {
             // An absent optional argument is checked as the default the tool
@@ -166,6 +181,12 @@ impl Stage for Guards {
     }
 }
 
+/// Whether `def`'s tool runs command lines it is given, and so needs the
+/// barrier to be governed safely.
+fn runs_commands(def: &crate::tool::ToolDef) -> bool {
+    def.guards.iter().any(|g| g.kind == GuardKind::Command)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,7 +205,7 @@ mod tests {
         Guards::new(Arc::new(GuardConfig {
             roots: Arc::new(roots),
             ssrf: SsrfConfig::default(),
-            protected: Protected::default(),
+            ..GuardConfig::default()
         }))
     }
 
@@ -203,6 +224,7 @@ mod tests {
             roots: Arc::new(roots),
             ssrf: SsrfConfig::default(),
             protected,
+            ..GuardConfig::default()
         }))
     }
 

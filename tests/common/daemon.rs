@@ -95,6 +95,7 @@ impl TestDaemon {
             retention: Duration::from_secs(86_400),
             http_port: Some(0),
             mode: toolgate::control::EngineMode::Serve,
+            warden: Some(crate::common::warden()),
         };
         let mut daemon = Daemon::start_with(config.clone(), &opts, limits)
             .await

@@ -33,9 +33,26 @@ pub(crate) fn engine_adjusted(
     config.builtin.roots = vec![root.to_owned()];
     let env = Env {
         allowed_tools: allowed.map(str::to_owned),
+        warden: Some(warden()),
         ..Env::default()
     };
     engine_with(config, &env, adjust).expect("engine")
+}
+
+/// The `toolgate` binary this test run built: it is the warden that
+/// confines governed processes (see `toolgate::barrier`).
+pub(crate) fn warden() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_BIN_EXE_toolgate"))
+}
+
+/// The barrier as a daemon on this machine applies it, with the real
+/// warden and the strict defaults, hiding nothing in particular.
+pub(crate) fn barrier() -> toolgate::barrier::Barrier {
+    toolgate::barrier::Barrier::start(
+        Some(warden()),
+        toolgate::barrier::Shield::new(),
+        toolgate::barrier::BarrierSettings::default(),
+    )
 }
 
 /// A test session.

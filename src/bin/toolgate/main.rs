@@ -180,6 +180,9 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // A governed process's warden runs before anything else: no runtime,
+    // no threads, no logging.
+    toolgate::barrier::warden::run_if_asked();
     init_tracing();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Runtime::new() {
