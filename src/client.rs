@@ -1,10 +1,15 @@
 //! A small JSON-RPC client for the daemon's control socket, used by the
 //! CLI (`toolgate tools`, `call`, `breakers` talk to the running daemon
-//! when there is one).
+//! when there is one) and the desktop app. Every connection starts by
+//! presenting the control credential (`toolgate/auth`, see
+//! [`crate::barrier::credential`]).
 
 use std::path::Path;
 
 use serde_json::{Value, json};
+
+use crate::barrier::credential::Credential;
+use crate::mcp::AUTH_METHOD;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
@@ -38,17 +43,21 @@ pub struct ControlClient {
 }
 
 impl ControlClient {
-    /// Connects; `Err` means no daemon listens there.
+    /// Connects and presents `credential`.
     ///
     /// # Errors
-    /// The connect error.
-    pub async fn connect(path: &Path) -> Result<Self, ClientError> {
+    /// No daemon listens there (I/O), or it refused the credential (RPC).
+    pub async fn connect(path: &Path, credential: &Credential) -> Result<Self, ClientError> {
         let (rd, wr) = UnixStream::connect(path).await?.into_split();
-        Ok(Self {
+        let mut client = Self {
             rd: BufReader::new(rd),
             wr,
             next: 1,
-        })
+        };
+        client
+            .request(AUTH_METHOD, json!({"credential": credential.expose()}))
+            .await?;
+        Ok(client)
     }
 
     /// Sends one request and returns its `result`, skipping notifications.

@@ -37,6 +37,7 @@ use crate::cancel::CancelReason;
 
 use crate::approval::{ApprovalOptions, Approvals};
 use crate::audit::{AuditError, AuditLog};
+use crate::barrier::credential::Credential;
 use crate::config::Config;
 use crate::config::watch::{ConfigWatcher, Overrides, ReloadStatus};
 use crate::console::{self, Console, ConsoleAuth, UiSource};
@@ -186,6 +187,14 @@ pub enum DaemonError {
     /// The config watcher could not start.
     #[error("cannot watch the config file: {0}")]
     Watch(String),
+    /// The control credential could not be written.
+    #[error("cannot write the control credential {}: {source}", .path.display())]
+    Credential {
+        /// Its file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
     /// The HTTP endpoint could not be bound or its token file written.
     #[error("HTTP endpoint ({}): {source}", .path.display())]
     Http {
@@ -247,6 +256,9 @@ pub struct Daemon {
     watcher: Option<ConfigWatcher>,
     socket: AgentSocket,
     control: AgentSocket,
+    /// What the control socket's peers present; its file goes when the
+    /// daemon stops.
+    credential: (Credential, PathBuf),
     http: Option<(HttpEndpoint, String, PathBuf)>,
     console: Option<ConsoleAuth>,
     console_token: PathBuf,
@@ -305,7 +317,15 @@ impl Daemon {
         let upstreams = Upstreams::new(engine.clone(), pins, UpstreamOptions::default());
         upstreams.apply_configured(servers, open_keychain).await;
         let socket = AgentSocket::bind(&opts.socket)?;
-        let control = AgentSocket::bind(&opts.control_socket())?;
+        let control = AgentSocket::bind(&opts.control_socket())?.refusing_governed();
+        let credential = Credential::generate();
+        let credential_file =
+            credential
+                .write(&opts.data_dir)
+                .map_err(|source| DaemonError::Credential {
+                    path: crate::barrier::credential::file_in(&opts.data_dir),
+                    source,
+                })?;
         let http = match opts.http_port {
             Some(port) => Some(start_http(port, &opts.http_file()).await?),
             None => None,
@@ -377,6 +397,7 @@ impl Daemon {
             http,
             console,
             console_token,
+            credential: (credential, credential_file),
             ui: UiSource::Embedded,
             published,
             audit,
@@ -521,7 +542,10 @@ impl Daemon {
     /// event row is dropped.
     pub async fn run(self, shutdown: CancellationToken) {
         let server = self.server.clone();
-        let control = server.clone().controlled_by(self.control_service.clone());
+        let (credential, credential_file) = self.credential;
+        let control = server
+            .clone()
+            .controlled_by(self.control_service.clone(), credential);
         let http = async {
             if let Some((endpoint, token, file)) = self.http {
                 let console = match self.console {
@@ -557,6 +581,7 @@ impl Daemon {
                 wind_down(&server, serving).await;
             }
         }
+        let _ = std::fs::remove_file(&credential_file);
         self.upstreams.shutdown_within(UPSTREAM_STOP).await;
         drop(self.watcher);
         if let Some(approvals) = server.engine().approvals() {

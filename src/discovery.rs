@@ -263,6 +263,8 @@ pub struct Located {
     pub agent: PathBuf,
     /// The control socket.
     pub control: PathBuf,
+    /// The control credential's file (in the engine's data dir).
+    pub credential: PathBuf,
     /// How it was found.
     pub source: Source,
 }
@@ -276,6 +278,7 @@ pub async fn locate(flag: Option<&Path>, data_dir: &Path, default_socket: &Path)
     let beside = |agent: &Path, source| Located {
         agent: agent.to_owned(),
         control: crate::paths::control_socket_for(agent),
+        credential: crate::barrier::credential::file_in(data_dir),
         source,
     };
     if let Some(socket) = flag {
@@ -285,6 +288,7 @@ pub async fn locate(flag: Option<&Path>, data_dir: &Path, default_socket: &Path)
         Some(info) => Located {
             agent: info.agent_socket.clone(),
             control: info.control_socket.clone(),
+            credential: crate::barrier::credential::file_in(&info.data_dir),
             source: Source::Discovery(Box::new(info)),
         },
         None => beside(default_socket, Source::Default),

@@ -115,8 +115,8 @@ fn line_with<'a>(lines: &'a [String], parts: &[&str]) -> &'a str {
         .unwrap_or_else(|| panic!("no line with {parts:?} in {lines:#?}"))
 }
 
-async fn servers(ctl_socket: &Path) -> Vec<Value> {
-    let mut ctl = Raw::connect(ctl_socket).await;
+async fn servers(dir: &Path) -> Vec<Value> {
+    let mut ctl = Raw::connect_control(&dir.join("run/agent.sock.ctl"), &dir.join("data")).await;
     let r = ctl.request(1, "toolgate/servers", json!({})).await;
     r["result"]["servers"]
         .as_array()
@@ -150,7 +150,6 @@ async fn a_reload_with_an_unreadable_secret_keeps_the_running_server() {
     write_config(dir, &py_entry("py", ""));
     let (mut daemon, mut stderr) = serve(dir);
     let socket: PathBuf = dir.join("run/agent.sock");
-    let ctl_socket = dir.join("run/agent.sock.ctl");
     let mut c = connect(&socket).await;
     c.initialize().await;
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -193,7 +192,7 @@ async fn a_reload_with_an_unreadable_secret_keeps_the_running_server() {
     );
     let skipped = line_with(&lines, &["server `py2` not started", SECRET]);
     eprintln!("reported:\n{kept}\n{skipped}");
-    let all = servers(&ctl_socket).await;
+    let all = servers(dir).await;
     let py = find(&all, "py").expect("py listed");
     assert_eq!(py["state"], "ready", "{py}");
     assert!(
@@ -212,7 +211,7 @@ async fn a_reload_with_an_unreadable_secret_keeps_the_running_server() {
     write_config(dir, &py_entry("py", ""));
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let all = servers(&ctl_socket).await;
+        let all = servers(dir).await;
         let clear = find(&all, "py").is_some_and(|p| p["config_problem"].is_null());
         if clear && find(&all, "py2").is_none() {
             break;

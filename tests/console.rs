@@ -161,7 +161,7 @@ async fn the_console_and_the_agents_never_take_each_others_credentials() {
     agent.initialize().await;
     let r = agent.request(2, "toolgate/console/login", json!({})).await;
     assert_eq!(r["error"]["code"], -32601, "{r}");
-    let mut ctl = crate::common::daemon::Raw::connect(&d.control_socket()).await;
+    let mut ctl = d.control().await;
     let r = ctl.request(1, "toolgate/console/login", json!({})).await;
     let url = r["result"]["url"].as_str().expect("a login URL").to_owned();
     assert_eq!(
@@ -773,16 +773,33 @@ async fn serve_prints_the_console_url_and_toolgate_console_mints_fresh_ones() {
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let url = tokio::time::timeout(WAIT, async {
+    let line = tokio::time::timeout(WAIT, async {
         while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(url) = line.strip_prefix("console: ") {
-                return url.to_owned();
+            if let Some(rest) = line.strip_prefix("console: ") {
+                return rest.to_owned();
             }
         }
         panic!("serve ended without a console line");
     })
     .await
     .expect("a console line");
+    // Its stdout is a pipe, not a terminal: the line names the console and
+    // how to sign in, never a login link (a credential in a log).
+    assert!(
+        line.starts_with("http://127.0.0.1:")
+            && !line.contains("login?t=")
+            && line.contains("toolgate console"),
+        "{line}"
+    );
+    let mint = || async {
+        let mut console = Command::new(TOOLGATE);
+        console.args(["console", "--print"]);
+        flags(&mut console);
+        let out = console.output().await.unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    let url = mint().await;
     assert!(
         url.starts_with("http://127.0.0.1:") && url.contains("/login?t="),
         "{url}"
@@ -807,12 +824,7 @@ async fn serve_prints_the_console_url_and_toolgate_console_mints_fresh_ones() {
         .unwrap();
     assert_eq!(page, "<!doctype html><p>dev build</p>");
 
-    let mut console = Command::new(TOOLGATE);
-    console.args(["console", "--print"]);
-    flags(&mut console);
-    let out = console.output().await.unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let fresh = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let fresh = mint().await;
     assert_ne!(fresh, url);
     assert_eq!(
         c.get(&fresh).send().await.unwrap().status(),

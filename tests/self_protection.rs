@@ -276,6 +276,8 @@ async fn the_clis_decision_records_its_pid_and_executable() {
     let child = tokio::process::Command::new(exe)
         .args(["approve", &id.to_string(), "--socket"])
         .arg(&d.socket)
+        .arg("--data-dir")
+        .arg(d.dir.path().join("data"))
         .env_remove("TOOLGATE_SOCKET")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

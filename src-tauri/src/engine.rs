@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use toolgate::barrier::credential::Credential;
 use toolgate::client::ControlClient;
 use toolgate::config::Config;
 use toolgate::daemon::{DaemonError, Launch, ServeOptions};
@@ -85,6 +86,14 @@ pub enum LinkError {
     /// The engine's discovery file names no console, or cannot be read.
     #[error("the engine's discovery file names no console ({0})")]
     NoLocation(String),
+    /// The control credential cannot be read.
+    #[error("control credential {}: {source}", .path.display())]
+    Credential {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
     /// The bearer token file cannot be read.
     #[error("console bearer token {}: {source}", .path.display())]
     Token {
@@ -237,7 +246,12 @@ impl Engine {
             path: self.control_socket.clone(),
             source,
         };
-        let mut client = ControlClient::connect(&self.control_socket)
+        let credential =
+            Credential::read(&self.data_dir).map_err(|source| LinkError::Credential {
+                path: toolgate::barrier::credential::file_in(&self.data_dir),
+                source,
+            })?;
+        let mut client = ControlClient::connect(&self.control_socket, &credential)
             .await
             .map_err(control)?;
         let reply = match client

@@ -227,7 +227,13 @@ async fn a_tray_approval_through_the_console_answers_the_waiting_agent() {
         .to_owned();
     std::fs::write(
         d.place.config.as_ref().unwrap(),
-        format!("[builtin]\nroots = [{:?}]\n", root.display().to_string()),
+        // This test binary cannot be a warden (the app's binary is one), and
+        // the subject here is the tray's decision: the shell runs
+        // unconfined, as the config may choose.
+        format!(
+            "[builtin]\nroots = [{:?}]\n[barrier]\nwhen_unavailable = \"run\"\n",
+            root.display().to_string()
+        ),
     )
     .unwrap();
     let engine = Engine::start_or_attach(&d.place).await.unwrap();
@@ -253,7 +259,8 @@ async fn a_tray_approval_through_the_console_answers_the_waiting_agent() {
     // Its request, from the control socket (the console's snapshot comes
     // with the control service).
     let control = toolgate::paths::control_socket_for(engine.agent_socket());
-    let mut ctl = toolgate::client::ControlClient::connect(&control)
+    let credential = toolgate::barrier::credential::Credential::read(data_dir(&d.place)).unwrap();
+    let mut ctl = toolgate::client::ControlClient::connect(&control, &credential)
         .await
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);

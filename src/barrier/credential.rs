@@ -49,7 +49,15 @@ impl Credential {
     /// The file cannot be read (no engine, or this process may not read
     /// it: a governed process cannot).
     pub fn read(data_dir: &Path) -> std::io::Result<Self> {
-        let text = std::fs::read_to_string(file_in(data_dir))?;
+        Self::read_file(&file_in(data_dir))
+    }
+
+    /// The credential in `file`.
+    ///
+    /// # Errors
+    /// The file cannot be read.
+    pub fn read_file(file: &Path) -> std::io::Result<Self> {
+        let text = std::fs::read_to_string(file)?;
         Ok(Self(text.trim().to_owned()))
     }
 

@@ -51,7 +51,12 @@ pub(super) fn rules(shield: &Shield) -> Vec<Rule> {
     let mut out = vec![Rule {
         path: PathBuf::from("/"),
         dir: true,
-        grant: Grant::List,
+        // Nothing shielded: everything is granted.
+        grant: if ancestors.is_empty() {
+            Grant::Full
+        } else {
+            Grant::List
+        },
     }];
     for dir in &ancestors {
         let Ok(entries) = std::fs::read_dir(dir) else {

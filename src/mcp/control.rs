@@ -5,9 +5,10 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS};
+use super::jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS, UNAUTHENTICATED};
 use super::server::Refused;
 use crate::approval::Decider;
+use crate::barrier::credential::Credential;
 use crate::console::ConsoleAuth;
 use crate::console::auth::Surface;
 use crate::context::Caller;
@@ -32,6 +33,41 @@ pub const METHODS: [&str; 12] = [
     "toolgate/pins/approve",
     "toolgate/console/login",
 ];
+
+/// The first request of every control connection: `{"credential": "…"}`,
+/// the control credential (see [`crate::barrier::credential`]). Until it
+/// is presented, the control socket answers nothing else.
+pub const AUTH_METHOD: &str = "toolgate/auth";
+
+/// Checks a connection's `toolgate/auth`.
+pub(super) fn authenticate(
+    required: &Credential,
+    params: Option<&Value>,
+) -> Result<Value, Refused> {
+    let presented = params
+        .and_then(|p| p.get("credential"))
+        .and_then(Value::as_str)
+        .ok_or((INVALID_PARAMS, "missing string `credential`".to_owned()))?;
+    if required.matches(presented) {
+        Ok(json!({"authenticated": true}))
+    } else {
+        Err((
+            UNAUTHENTICATED,
+            "wrong control credential: it is the contents of control.token in the engine's data dir"
+                .to_owned(),
+        ))
+    }
+}
+
+/// What the control socket answers before `toolgate/auth`.
+pub(super) fn unauthenticated(method: &str) -> Refused {
+    (
+        UNAUTHENTICATED,
+        format!(
+            "`{method}` needs the control credential first: send `{AUTH_METHOD}` with the contents of control.token in the engine's data dir (processes toolgate governs cannot read it)"
+        ),
+    )
+}
 
 /// Whether `method` is a control method.
 pub(super) fn is_control(method: &str) -> bool {

@@ -16,6 +16,9 @@ pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 /// The server failed.
 pub const INTERNAL_ERROR: i64 = -32603;
+/// The control socket was asked something before the control credential
+/// was presented (a server-defined code, in JSON-RPC's reserved range).
+pub const UNAUTHENTICATED: i64 = -32001;
 
 /// One incoming message.
 #[derive(Debug, Clone, PartialEq)]

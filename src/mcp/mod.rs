@@ -10,5 +10,5 @@ pub mod http;
 pub mod jsonrpc;
 pub mod server;
 
-pub use control::METHODS as CONTROL_METHODS;
+pub use control::{AUTH_METHOD, METHODS as CONTROL_METHODS};
 pub use server::{McpServer, ServerOptions};

@@ -48,6 +48,7 @@ use super::frame::{Frame, FrameReader, MAX_FRAME};
 use super::jsonrpc::{self, INVALID_PARAMS, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND};
 use super::{convert, gate};
 use crate::Engine;
+use crate::barrier::credential::Credential;
 use crate::cancel::{Cancel, CancelReason};
 use crate::context::{Caller, Session};
 use crate::tool::Source;
@@ -82,6 +83,8 @@ impl Default for ServerOptions {
 pub struct Conn {
     session: Mutex<Session>,
     initialized: AtomicBool,
+    /// The control credential was presented (control role only).
+    authenticated: AtomicBool,
     pub(super) agents: Mutex<Vec<String>>,
     pub(super) gates: gate::PendingGates,
     /// Fired when the client is gone (or, through the server's token, at
@@ -99,6 +102,7 @@ impl Conn {
         Self {
             session: Mutex::new(session),
             initialized: AtomicBool::new(false),
+            authenticated: AtomicBool::new(false),
             agents: Mutex::new(Vec::new()),
             gates: gate::PendingGates::default(),
             cancel,
@@ -180,6 +184,8 @@ pub struct McpServer {
     /// service. They are never on the agent socket, so an MCP client
     /// cannot reset a breaker or approve its own call.
     control: Option<crate::control::Control>,
+    /// What a control connection presents before anything is answered.
+    credential: Option<Arc<Credential>>,
     console: Option<crate::console::ConsoleAuth>,
     /// The root of every connection's token: fired at the end of the
     /// shutdown grace.
@@ -196,6 +202,7 @@ impl McpServer {
             engine,
             opts: Arc::new(opts),
             control: None,
+            credential: None,
             console: None,
             calls: Cancel::new(),
             cut: CancellationToken::new(),
@@ -234,9 +241,15 @@ impl McpServer {
     }
 
     /// The same server for the control socket: it also answers the
-    /// control methods, through `control`.
-    pub fn controlled_by(mut self, control: crate::control::Control) -> Self {
+    /// control methods, through `control`, and nothing at all until a
+    /// connection has presented `credential` ([`super::AUTH_METHOD`]).
+    pub fn controlled_by(
+        mut self,
+        control: crate::control::Control,
+        credential: Credential,
+    ) -> Self {
         self.control = Some(control);
+        self.credential = Some(Arc::new(credential));
         self
     }
 
@@ -410,6 +423,20 @@ impl McpServer {
         params: Option<Value>,
         cancel: &Cancel,
     ) -> Vec<u8> {
+        if let Some(required) = &self.credential
+            && !conn.authenticated.load(Ordering::Acquire)
+        {
+            let reply = if method == super::AUTH_METHOD {
+                super::control::authenticate(required, params.as_ref())
+                    .inspect(|_| conn.authenticated.store(true, Ordering::Release))
+            } else {
+                Err(super::control::unauthenticated(method))
+            };
+            return match reply {
+                Ok(v) => jsonrpc::result_line(id, &v),
+                Err((code, msg)) => jsonrpc::error_line(id, code, &msg),
+            };
+        }
         let reply = match method {
             "initialize" => params_of(params).map(|p| self.initialize(conn, &p)),
             "ping" => Ok(json!({})),

@@ -53,6 +53,8 @@ pub enum SocketError {
 pub struct AgentSocket {
     listener: UnixListener,
     path: PathBuf,
+    /// Refuse peers that run under a warden (the control socket).
+    refuse_governed: bool,
 }
 
 impl AgentSocket {
@@ -96,7 +98,17 @@ impl AgentSocket {
         Ok(Self {
             listener,
             path: path.to_owned(),
+            refuse_governed: false,
         })
+    }
+
+    /// Refuses every peer that runs under a warden, itself or through an
+    /// ancestor (see [`crate::barrier::is_governed`]): a process toolgate
+    /// governs never steers it, whatever credential it presents. For the
+    /// control socket; agents are governed by definition.
+    pub fn refusing_governed(mut self) -> Self {
+        self.refuse_governed = true;
+        self
     }
 
     /// The socket path.
@@ -125,6 +137,14 @@ impl AgentSocket {
             let Some(caller) = admit(&stream, owner) else {
                 continue;
             };
+            if self.refuse_governed
+                && let Some(pid) = caller.pid.filter(|p| crate::barrier::is_governed(*p))
+            {
+                tracing::warn!(
+                    "refused a control connection from pid {pid}: it runs under a warden, so toolgate governs it"
+                );
+                continue;
+            }
             let session = Session::new(next_session_id(caller.pid), caller);
             let (server, shutdown) = (server.clone(), shutdown.clone());
             match hangup(&stream) {

@@ -151,9 +151,9 @@ impl TestDaemon {
         Raw::connect(&self.socket).await
     }
 
-    /// A raw client on the control socket.
+    /// A raw client on the control socket, its credential presented.
     pub(crate) async fn control(&self) -> Raw {
-        Raw::connect(&self.control_socket()).await
+        Raw::connect_control(&self.control_socket(), &self.dir.path().join("data")).await
     }
 
     /// Stops the daemon; returns its directory (audit db at `data/audit.db`).
@@ -180,6 +180,26 @@ impl Raw {
             rd: BufReader::new(rd),
             wr,
         }
+    }
+
+    /// A control-socket client that has presented the control credential
+    /// of the engine owning `data_dir`, as the CLI does.
+    pub(crate) async fn connect_control(
+        path: &std::path::Path,
+        data_dir: &std::path::Path,
+    ) -> Self {
+        let mut c = Self::connect(path).await;
+        let credential = toolgate::barrier::credential::Credential::read(data_dir)
+            .expect("the control credential");
+        let r = c
+            .request(
+                0,
+                toolgate::mcp::AUTH_METHOD,
+                json!({"credential": credential.expose()}),
+            )
+            .await;
+        assert_eq!(r["result"]["authenticated"], true, "{r}");
+        c
     }
 
     pub(crate) async fn send(&mut self, line: &[u8]) {

@@ -22,7 +22,7 @@ describe('login links', { skip: skipUnlessReady(), timeout: 60_000 }, () => {
     await tg?.stop();
   });
 
-  test('9a. the printed link logs in once; used again it says it was used or expired', async () => {
+  test('9a. a minted link logs in once; used again it says it was used or expired', async () => {
     const { context } = await consolePage(browser, tg, { url: tg.loginUrl });
     await context.close();
 

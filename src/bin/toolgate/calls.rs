@@ -11,16 +11,14 @@ use toolgate::client::ControlClient;
 use toolgate::context::{Caller, Session};
 use toolgate::mcp::convert;
 
-use crate::{Cli, config, fail, locate};
+use crate::{Cli, config, control_client, fail};
 
 /// The daemon's control connection, unless `--local` or none runs.
 async fn daemon(cli: &Cli) -> Option<ControlClient> {
     if cli.local {
         return None;
     }
-    ControlClient::connect(&locate(cli).await.control)
-        .await
-        .ok()
+    control_client(cli).await.ok()
 }
 
 pub(crate) async fn tools(cli: &Cli, json: bool) -> anyhow::Result<ExitCode> {

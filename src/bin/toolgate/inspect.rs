@@ -9,22 +9,15 @@ use std::time::Duration;
 use anyhow::Context;
 use serde_json::{Value, json};
 use toolgate::audit::{AuditLog, CallRow};
-use toolgate::client::ControlClient;
 
-use crate::{Cli, config, data_dir, locate};
+use crate::{Cli, config, control_client, data_dir};
 
 /// One control call, printed: the `key` list as a table of its fields (or
 /// JSON), or the whole reply as JSON.
 /// `toolgate console`: a fresh one-time login URL from the daemon, opened
 /// in the default browser (or only printed).
 pub(crate) async fn console(cli: &Cli, print: bool) -> anyhow::Result<ExitCode> {
-    let path = locate(cli).await.control;
-    let mut c = ControlClient::connect(&path).await.with_context(|| {
-        format!(
-            "no daemon answers on {}; start `toolgate serve` first",
-            path.display()
-        )
-    })?;
+    let mut c = control_client(cli).await?;
     let r = c
         .request("toolgate/console/login", serde_json::json!({}))
         .await?;
@@ -59,13 +52,7 @@ pub(crate) async fn control(
     key: &str,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let path = locate(cli).await.control;
-    let mut c = ControlClient::connect(&path).await.with_context(|| {
-        format!(
-            "no daemon answers on {}; start `toolgate serve`",
-            path.display()
-        )
-    })?;
+    let mut c = control_client(cli).await?;
     let r = c.request(method, params).await?;
     let shown = if key.is_empty() { &r } else { &r[key] };
     let mut out = std::io::stdout().lock();
@@ -98,13 +85,7 @@ pub(crate) async fn breakers(
     reset: Option<&str>,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let path = locate(cli).await.control;
-    let mut c = ControlClient::connect(&path).await.with_context(|| {
-        format!(
-            "breakers live in the daemon, and none answers on {}; start `toolgate serve`",
-            path.display()
-        )
-    })?;
+    let mut c = control_client(cli).await?;
     if let Some(tool) = reset {
         let r = c
             .request("toolgate/breakers/reset", json!({"tool": tool}))

@@ -13,7 +13,10 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::{Parser, Subcommand};
+use toolgate::barrier::credential::Credential;
+use toolgate::client::ControlClient;
 
 use toolgate::config::Config;
 use toolgate::daemon::ServeOptions;
@@ -360,6 +363,26 @@ fn client_data_dir(cli: &Cli) -> PathBuf {
 async fn locate(cli: &Cli) -> Located {
     let data_dir = client_data_dir(cli);
     discovery::locate(cli.socket.as_deref(), &data_dir, &default_socket(&data_dir)).await
+}
+
+/// A connection to the running daemon's control socket, with the control
+/// credential presented (a process toolgate governs cannot read it).
+async fn control_client(cli: &Cli) -> anyhow::Result<ControlClient> {
+    let at = locate(cli).await;
+    let credential = Credential::read_file(&at.credential).with_context(|| {
+        format!(
+            "no engine runs for this data dir (its control credential {} cannot be read; pass --data-dir if the engine uses another); start `toolgate serve` first",
+            at.credential.display()
+        )
+    })?;
+    ControlClient::connect(&at.control, &credential)
+        .await
+        .with_context(|| {
+            format!(
+                "no daemon answers on {}; start `toolgate serve` first",
+                at.control.display()
+            )
+        })
 }
 
 /// The config file with the command-line overrides applied.

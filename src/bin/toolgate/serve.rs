@@ -1,6 +1,6 @@
 //! `toolgate serve` and `toolgate mcp-bridge`.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::os::fd::AsFd;
 use std::process::ExitCode;
 
@@ -83,9 +83,23 @@ pub(crate) async fn serve(
             opts.http_file().display()
         );
     }
-    if let Some(url) = daemon.console_login_url() {
-        // One-time, ten minutes: `toolgate console` mints a fresh one.
-        let _ = writeln!(out, "console: {url}");
+    // A login link is a credential: it goes to a terminal only, never to a
+    // pipe or file that may end up in a log a governed process can read
+    // (`mcp-bridge --spawn` sends this output to engine.log; a service
+    // manager to its journal). `toolgate console` mints one on demand.
+    if let Some(location) = daemon.console_location() {
+        match daemon.console_login_url() {
+            Some(url) if out.is_terminal() => {
+                let _ = writeln!(out, "console: {url}");
+            }
+            _ => {
+                let _ = writeln!(
+                    out,
+                    "console: {} (sign in with `toolgate console`)",
+                    location.url
+                );
+            }
+        }
     }
     let _ = out.flush();
     drop(out);

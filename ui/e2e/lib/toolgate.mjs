@@ -71,7 +71,7 @@ export class Toolgate {
   dataDir = '';
   configFile = '';
   socket = '';
-  /** The console's first one-time login link, as printed. */
+  /** A one-time login link, minted with `toolgate console --print` once the engine is up. */
   loginUrl = '';
   /** `http://127.0.0.1:PORT` */
   origin = '';
@@ -150,10 +150,11 @@ export class Toolgate {
         this.proc.stdout?.on('data', (d) => {
           this.stdout += d;
           const sock = /serving MCP on unix:(\S+)/.exec(this.stdout);
-          const con = /^console: (\S+)$/m.exec(this.stdout);
+          // serve prints the console's origin; a login link only to a
+          // terminal (a link is a credential), so one is minted below.
+          const con = /^console: (\S+)/m.exec(this.stdout);
           if (sock?.[1] && con?.[1]) {
             this.socket = sock[1];
-            this.loginUrl = con[1];
             this.origin = new URL(con[1]).origin;
             resolve(undefined);
           }
@@ -164,6 +165,7 @@ export class Toolgate {
       }),
       30_000,
     );
+    this.loginUrl = await this.freshLoginUrl();
   }
 
   /** @type {Record<string, string>} */
