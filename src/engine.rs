@@ -72,6 +72,7 @@ struct Inner {
     audit: Option<AuditLog>,
     policy: PolicyHandle,
     approvals: Option<Approvals>,
+    guards: Arc<GuardConfig>,
     next_id: AtomicU64,
     outputs: OnceLock<Arc<dyn OutputRecorder>>,
 }
@@ -141,11 +142,12 @@ impl EngineBuilder {
         let breaker = Arc::new(Breaker::new(events.clone()));
         let loop_guard = Arc::new(LoopGuard::new(events.clone()));
         let policy = PolicyHandle::new(self.config.policy.clone(), events.clone());
+        let guards = Arc::new(self.guards);
         let pipeline = pipeline::build(Parts {
             events: events.clone(),
             filter: filter.clone(),
             hooks: self.hooks,
-            guards: Arc::new(self.guards),
+            guards: guards.clone(),
             policy: policy.clone(),
             approvals: self.approvals.clone(),
             breaker: breaker.clone(),
@@ -163,6 +165,7 @@ impl EngineBuilder {
                 audit: self.audit,
                 policy,
                 approvals: self.approvals,
+                guards,
                 next_id: AtomicU64::new(1),
                 outputs: OnceLock::new(),
             }),
@@ -171,6 +174,12 @@ impl EngineBuilder {
 }
 
 impl Engine {
+    /// The barrier every process started for a governed call runs under
+    /// (see [`crate::barrier`]).
+    pub fn barrier(&self) -> &crate::barrier::Barrier {
+        &self.inner.guards.barrier
+    }
+
     /// A builder from a validated config.
     pub fn builder(config: Config) -> EngineBuilder {
         EngineBuilder {

@@ -117,11 +117,12 @@ impl Spawn {
         }
     }
 
-    /// A long-running server speaking on stdin and stdout.
-    pub fn server(unix_sockets: Option<bool>) -> Self {
+    /// A long-running server speaking on stdin and stdout, which gets
+    /// `grace` to exit once its stdin is closed.
+    pub fn server(unix_sockets: Option<bool>, grace: Duration) -> Self {
         Self {
             stdin: Stdin::Inherit,
-            grace: Duration::from_millis(500),
+            grace,
             unix_sockets,
         }
     }

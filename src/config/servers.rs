@@ -225,6 +225,9 @@ pub struct RawServer {
     /// ("no such issue"), which any agent can provoke; set it for a server
     /// that reports its own outages that way.
     pub breaker_counts_is_error: Option<bool>,
+    /// Let this stdio server open Unix sockets (a docker or database
+    /// server), over `[barrier] unix_sockets`.
+    pub unix_sockets: Option<bool>,
     /// Authentication for HTTP-based transports.
     pub auth: Option<AuthSpec>,
     /// How to reach it.
@@ -256,7 +259,7 @@ pub const TRANSPORTS: &[&str] = &["stdio", "sse", "streamable_http", "websocket"
 /// The transport-specific keys of `transport`, or `None` if it is unknown.
 pub fn allowed_keys(transport: &str) -> Option<&'static [&'static str]> {
     match transport {
-        "stdio" => Some(&["command", "args", "env", "cwd"]),
+        "stdio" => Some(&["command", "args", "env", "cwd", "unix_sockets"]),
         "sse" | "streamable_http" | "websocket" => Some(&["url", "headers"]),
         _ => None,
     }
@@ -403,6 +406,8 @@ pub struct ServerSpec {
     pub breaker_cooldown: Option<Duration>,
     /// Whether `isError` results count for the breaker (default false).
     pub breaker_counts_is_error: bool,
+    /// Unix sockets for a stdio server, over `[barrier] unix_sockets`.
+    pub unix_sockets: Option<bool>,
     /// Authentication.
     pub auth: Option<AuthSpec>,
     /// Transport.
@@ -422,6 +427,7 @@ impl ServerSpec {
             breaker_failure_threshold: None,
             breaker_cooldown: None,
             breaker_counts_is_error: false,
+            unix_sockets: None,
             auth: None,
             transport,
         }
@@ -498,6 +504,7 @@ fn spec_of(s: &RawServer) -> ServerSpec {
         breaker_failure_threshold: s.breaker_failure_threshold,
         breaker_cooldown: s.breaker_cooldown_s.map(Duration::from_secs),
         breaker_counts_is_error: s.breaker_counts_is_error.unwrap_or(false),
+        unix_sockets: s.unix_sockets,
         auth: s.auth.clone(),
         transport: s.transport.clone(),
     }

@@ -151,7 +151,15 @@ impl Supervisor {
             let (tx, mut changed) = mpsc::unbounded_channel();
             let handler = Watcher { changed: tx };
             let timeout = self.opts.connect_timeout;
-            let conn = transport::connect(&self.spec, handler, &self.stderr, timeout).await;
+            let conn = transport::connect(
+                &self.spec,
+                handler,
+                &self.stderr,
+                timeout,
+                self.engine.barrier(),
+                self.opts.stop_grace,
+            )
+            .await;
             let started = Instant::now();
             let exit = match conn {
                 Ok(conn) => {

@@ -20,6 +20,7 @@ use rmcp::service::{RoleClient, RunningService};
 
 use super::errors::UpstreamError;
 use super::stderr::StderrLog;
+use crate::barrier::{Barrier, Spawn};
 use crate::config::servers::{ServerSpec, TransportSpec};
 
 pub use sse::SseClientTransport;
@@ -40,6 +41,8 @@ pub(crate) async fn connect<H: ClientHandler>(
     handler: H,
     stderr: &StderrLog,
     timeout: Duration,
+    barrier: &Barrier,
+    stop_grace: Duration,
 ) -> Result<Connection<H>, UpstreamError> {
     let auth = spec.auth.as_ref();
     match &spec.transport {
@@ -55,7 +58,10 @@ pub(crate) async fn connect<H: ClientHandler>(
                 env,
                 cwd: cwd.as_deref(),
             };
-            stdio::connect(handler, cmd, stderr, timeout).await
+            // The server and all it starts run confined, like a tool call;
+            // after its stdin closes it gets the stop grace to exit.
+            let spawn = Spawn::server(spec.unix_sockets, stop_grace);
+            stdio::connect(handler, cmd, stderr, timeout, barrier, spawn).await
         }
         TransportSpec::Sse { url, headers } => {
             let h = headers::header_map(headers, auth)?;

@@ -1,4 +1,7 @@
-//! Stdio servers: a child process speaking MCP on stdin/stdout.
+//! Stdio servers: a child process speaking MCP on stdin/stdout, run under
+//! the barrier's warden like every process toolgate starts for agents
+//! (`crate::barrier`): a server cannot reach toolgate's own files or
+//! control plane either, whatever its tools do.
 //!
 //! The child is spawned as the leader of its own process group
 //! (`process_group(0)`), so toolgate can end it *and everything it spawned*
@@ -16,6 +19,7 @@ use rmcp::ServiceExt;
 use rmcp::transport::TokioChildProcess;
 
 use super::{Connection, kill_group};
+use crate::barrier::{Barrier, Spawn};
 use crate::upstream::errors::UpstreamError;
 use crate::upstream::stderr::StderrLog;
 
@@ -34,12 +38,16 @@ pub(super) async fn connect<H: ClientHandler>(
     c: StdioCommand<'_>,
     stderr: &StderrLog,
     timeout: Duration,
+    barrier: &Barrier,
+    spawn: Spawn,
 ) -> Result<Connection<H>, UpstreamError> {
-    let mut cmd = tokio::process::Command::new(c.command);
-    cmd.args(c.args)
-        .envs(c.env)
-        .process_group(0)
-        .kill_on_drop(true);
+    let mut cmd = barrier
+        .command(c.command, spawn)
+        .map_err(|e| UpstreamError::Spawn {
+            command: c.command.to_owned(),
+            source: std::io::Error::new(std::io::ErrorKind::PermissionDenied, e.to_string()),
+        })?;
+    cmd.args(c.args).envs(c.env).kill_on_drop(true);
     if let Some(dir) = c.cwd {
         cmd.current_dir(dir);
     }
