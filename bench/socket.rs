@@ -328,6 +328,8 @@ async fn toolgate_daemon(dir: &Path, audit_dir: &str) -> (PathBuf, CancellationT
         retention: Duration::from_secs(86_400),
         http_port: None,
         mode: toolgate::control::EngineMode::Serve,
+        // The benchmark's clients are this binary too: none is a bridge.
+        bridges: toolgate::socket::BridgeExes::none(),
     };
     // The loop guard would rightly stop a benchmark that repeats calls; the
     // arguments differ on every call, as in real use.

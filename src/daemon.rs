@@ -49,7 +49,7 @@ use crate::mcp::{McpServer, ServerOptions};
 use crate::policy_edit::{PolicyEditor, SharedOverrides};
 use crate::secrets::open_keychain;
 use crate::setup::{self, Env, SetupError};
-use crate::socket::{AgentSocket, SocketError};
+use crate::socket::{AgentSocket, BridgeExes, SocketError};
 use crate::upstream::{PinStore, UpstreamOptions, Upstreams};
 
 /// How long calls in flight when shutdown begins may run on. Long enough
@@ -96,6 +96,10 @@ pub struct ServeOptions {
     /// Who hosts the engine (`toolgate serve` or the desktop app), shown
     /// in the console's header.
     pub mode: EngineMode,
+    /// Which agent-socket peers are toolgate's stdio bridge, whose calls
+    /// are then the MCP client's that started it (see
+    /// [`crate::socket::BridgeExes`]).
+    pub bridges: BridgeExes,
 }
 
 impl ServeOptions {
@@ -140,6 +144,7 @@ impl ServeOptions {
             retention: Duration::from_secs(90 * 86_400),
             http_port: Some(0),
             mode: EngineMode::Serve,
+            bridges: BridgeExes::of_this_process(),
         }
     }
 }
@@ -299,7 +304,7 @@ impl Daemon {
         let pins = PinStore::open(audit.pool().clone()).await?;
         let upstreams = Upstreams::new(engine.clone(), pins, UpstreamOptions::default());
         upstreams.apply_configured(servers, open_keychain).await;
-        let socket = AgentSocket::bind(&opts.socket)?;
+        let socket = AgentSocket::bind(&opts.socket)?.with_bridges(opts.bridges.clone());
         let control = AgentSocket::bind(&opts.control_socket())?;
         let http = match opts.http_port {
             Some(port) => Some(start_http(port, &opts.http_file()).await?),
