@@ -329,6 +329,8 @@ async fn toolgate_daemon(dir: &Path, audit_dir: &str) -> (PathBuf, CancellationT
         http_port: None,
         mode: toolgate::control::EngineMode::Serve,
         warden: None,
+        // The benchmark's clients are this binary too: none is a bridge.
+        bridges: toolgate::socket::BridgeExes::none(),
     };
     // The loop guard would rightly stop a benchmark that repeats calls; the
     // arguments differ on every call, as in real use.

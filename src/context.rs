@@ -10,25 +10,39 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Serialize;
 
-/// How the caller reached toolgate; filled by the entry point, never by the
-/// caller's own words.
+/// Who is calling, as the entry point established it; never the caller's
+/// own words, except `client_name`, which is kept apart for that reason.
+///
+/// What may *grant* anything (a caller profile looser than `[policy]`, a
+/// remembered rule tied to a caller) is `pid`/`uid`/`exe`, read from the
+/// kernel, and `agent_id`, held by the connection that registered it; see
+/// `docs/policy.md`, "Who is calling".
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Caller {
     /// `cli`, `socket`, `http`, `test`, ...
     pub via: &'static str,
-    /// Peer process id (Unix socket peers).
+    /// The client's process id (Unix socket peers): the peer's, or, when
+    /// the peer is toolgate's own stdio bridge, the bridge's parent's, the
+    /// process that started it (as the kernel reports it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pid: Option<i32>,
     /// Peer user id (Unix socket peers).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub uid: Option<u32>,
-    /// Peer executable path, when readable.
+    /// The client's executable, when readable: the process `pid` names.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exe: Option<String>,
-    /// The MCP client's self-reported name (informational only).
+    /// The pid of toolgate's stdio bridge, when the peer was one and
+    /// `pid`/`exe` are therefore its parent's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bridge_pid: Option<i32>,
+    /// The MCP client's self-reported name: shown to people and usable to
+    /// narrow a caller profile, never enough to grant (any process can
+    /// claim any name).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_name: Option<String>,
-    /// The agent id, for gate-mode agents.
+    /// The agent id the connection registered in gate mode; the
+    /// connection holds it, and no other can take it, until it closes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
 }
@@ -45,15 +59,39 @@ impl Caller {
 
 impl fmt::Display for Caller {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.via)?;
-        if let Some(name) = &self.client_name {
-            write!(f, " {name}")?;
-        }
-        if let Some(pid) = self.pid {
-            write!(f, " pid {pid}")?;
-        }
-        Ok(())
+        write_caller(
+            f,
+            self.via,
+            self.client_name.as_deref(),
+            self.pid,
+            self.bridge_pid,
+        )
     }
+}
+
+/// The caller in the words lists show (`socket cursor 1.0 pid 4242`, and
+/// ` via bridge pid 4250` when toolgate's stdio bridge relayed): the one
+/// place that wording is made, for the live [`Caller`] and the stored
+/// [`crate::approval::CallerInfo`] alike, so a row read back from the audit
+/// log reads like the live one it replaced.
+pub(crate) fn write_caller(
+    out: &mut impl fmt::Write,
+    via: &str,
+    client_name: Option<&str>,
+    pid: Option<i32>,
+    bridge_pid: Option<i32>,
+) -> fmt::Result {
+    out.write_str(via)?;
+    if let Some(name) = client_name {
+        write!(out, " {name}")?;
+    }
+    if let Some(pid) = pid {
+        write!(out, " pid {pid}")?;
+    }
+    if let Some(bridge) = bridge_pid {
+        write!(out, " via bridge pid {bridge}")?;
+    }
+    Ok(())
 }
 
 /// Identifies one agent session (one socket connection, one CLI run).

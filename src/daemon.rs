@@ -50,7 +50,7 @@ use crate::mcp::{McpServer, ServerOptions};
 use crate::policy_edit::{PolicyEditor, SharedOverrides};
 use crate::secrets::open_keychain;
 use crate::setup::{self, Env, SetupError};
-use crate::socket::{AgentSocket, SocketError};
+use crate::socket::{AgentSocket, BridgeExes, SocketError};
 use crate::upstream::{PinStore, UpstreamOptions, Upstreams};
 
 /// How long calls in flight when shutdown begins may run on. Long enough
@@ -100,6 +100,10 @@ pub struct ServeOptions {
     /// The toolgate binary that confines governed processes as their
     /// warden (see [`crate::barrier`]): the running one when it can be.
     pub warden: Option<PathBuf>,
+    /// Which agent-socket peers are toolgate's stdio bridge, whose calls
+    /// are then the MCP client's that started it (see
+    /// [`crate::socket::BridgeExes`]).
+    pub bridges: BridgeExes,
 }
 
 impl ServeOptions {
@@ -145,6 +149,7 @@ impl ServeOptions {
             http_port: Some(0),
             mode: EngineMode::Serve,
             warden: crate::barrier::Barrier::own_warden(),
+            bridges: BridgeExes::of_this_process(),
         }
     }
 }
@@ -316,7 +321,7 @@ impl Daemon {
         let pins = PinStore::open(audit.pool().clone()).await?;
         let upstreams = Upstreams::new(engine.clone(), pins, UpstreamOptions::default());
         upstreams.apply_configured(servers, open_keychain).await;
-        let socket = AgentSocket::bind(&opts.socket)?;
+        let socket = AgentSocket::bind(&opts.socket)?.with_bridges(opts.bridges.clone());
         let control = AgentSocket::bind(&opts.control_socket())?.refusing_governed();
         let credential = Credential::generate();
         let credential_file =

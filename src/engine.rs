@@ -19,6 +19,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 
+use crate::agent_ids::AgentIds;
 use crate::approval::{Approvals, PolicyHandle};
 use crate::audit::AuditLog;
 use crate::cancel::Cancel;
@@ -63,6 +64,7 @@ pub trait OutputRecorder: Send + Sync + 'static {
 
 struct Inner {
     registry: Registry,
+    agent_ids: AgentIds,
     events: EventBus,
     settings: Settings,
     pipeline: Pipeline,
@@ -155,6 +157,7 @@ impl EngineBuilder {
         });
         Engine {
             inner: Arc::new(Inner {
+                agent_ids: AgentIds::new(registry.clone()),
                 registry,
                 events,
                 settings: self.config.settings.clone(),
@@ -196,6 +199,11 @@ impl Engine {
     /// The registry, for entry points that add or remove tools.
     pub fn registry(&self) -> &Registry {
         &self.inner.registry
+    }
+
+    /// The gate-mode agent ids live connections hold.
+    pub fn agent_ids(&self) -> &AgentIds {
+        &self.inner.agent_ids
     }
 
     /// A subscriber to every engine event from now on.

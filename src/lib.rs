@@ -4,6 +4,7 @@
 //! tools); the CLI, the agent socket and the desktop shell are thin hosts
 //! around [`Engine`]. See `docs/architecture/` for the decisions behind it.
 
+pub mod agent_ids;
 pub mod approval;
 pub mod audit;
 pub mod barrier;

@@ -11,6 +11,7 @@ mod control;
 mod discovery;
 mod fair_breakers;
 mod http;
+mod identity;
 mod lifecycle;
 mod path_escape;
 mod pipeline;

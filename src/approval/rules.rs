@@ -6,7 +6,9 @@
 //!
 //! 1. **Profile.** The first `[[policy.callers]]` entry matching the caller
 //!    (uid, exe, MCP client name, agent id) supplies the preset, threshold,
-//!    timeout and extra rules; otherwise the global ones apply.
+//!    timeout and extra rules; otherwise the global ones apply. A profile
+//!    that grants more than the global policy names `exe` (see
+//!    [`CallerMatch`]).
 //! 2. **Risk.** The base risk is the `[tools.NAME] risk` override if set,
 //!    else the highest of the tool's declared risk, the dangerous-name table
 //!    and, for tools not built in, the MCP `destructiveHint` (hints may
@@ -295,15 +297,24 @@ impl NameCache {
 }
 
 /// Matches a caller. Every field set must match; unset fields match all.
+///
+/// Not every field is proof of who is calling (see `docs/policy.md`, "Who
+/// is calling"): `exe` is the kernel's word, `uid` too but it is the same
+/// for every peer of the agent socket, `agent` is held by the connection
+/// that registered it first, and `client` is the name a client gives
+/// itself. So only a profile naming `exe` may grant more than `[policy]`
+/// ([`PolicyConfig::loosening`]; the config refuses the others), and the
+/// rest narrow it.
 #[derive(Debug, Clone, Default)]
 pub struct CallerMatch {
     /// Peer uid.
     pub uid: Option<u32>,
-    /// Peer executable path glob.
+    /// Glob on the client's executable, as the kernel reports it (for a
+    /// client behind toolgate's stdio bridge, the bridge's parent's).
     pub exe: Option<GlobMatcher>,
-    /// MCP client name glob.
+    /// Glob on the MCP client's self-reported name; narrows only.
     pub client: Option<GlobMatcher>,
-    /// Agent id glob.
+    /// Glob on the agent id the connection registered.
     pub agent: Option<GlobMatcher>,
 }
 
@@ -319,6 +330,13 @@ impl CallerMatch {
             && glob(&self.exe, &caller.exe)
             && glob(&self.client, &caller.client_name)
             && glob(&self.agent, &caller.agent_id)
+    }
+
+    /// Whether it names the client program (`exe`), the one fact of a
+    /// caller that can tell one local program from another without taking
+    /// its word: what a profile that grants must name.
+    pub fn names_program(&self) -> bool {
+        self.exe.is_some()
     }
 }
 
@@ -415,6 +433,62 @@ impl PolicyConfig {
             callers: Vec::new(),
             project_dirs,
         }
+    }
+
+    /// How `profile` would let calls through that `[policy]` alone would
+    /// not, in words; `None` when it can only restrict. A profile restricts
+    /// when its preset and `ask_at` are no looser than the global ones (it
+    /// denies from no higher a risk, asks from no higher a risk, and asks
+    /// for external tools if the global preset does) and its rules all
+    /// deny: an `allow` or `ask` rule of a profile is looked at before the
+    /// config's rules, so it can stand in for a `deny` there, and a `risk`
+    /// rule can lower a call's risk. Its approval timeout changes only how
+    /// long a person has, so it grants nothing.
+    pub fn loosening(&self, profile: &CallerPolicy) -> Option<String> {
+        let global = self.preset.spec();
+        let preset = profile.preset.unwrap_or(self.preset);
+        let spec = preset.spec();
+        let ask_global = self.ask_at.unwrap_or(global.ask_at);
+        let ask = profile.ask_at.or(self.ask_at).unwrap_or(spec.ask_at);
+        let mut why = Vec::new();
+        let denies_less = match (spec.deny_at, global.deny_at) {
+            (None, Some(_)) => true,
+            (Some(p), Some(g)) => p > g,
+            (_, None) => false,
+        };
+        if denies_less {
+            why.push(format!(
+                "preset {} denies less than [policy]'s {}",
+                preset.as_str(),
+                self.preset.as_str()
+            ));
+        }
+        if ask > ask_global {
+            why.push(format!(
+                "it asks only at {} and above where [policy] asks at {}",
+                risk_str(ask),
+                risk_str(ask_global)
+            ));
+        }
+        if global.ask_external && !spec.ask_external {
+            why.push(format!(
+                "preset {} runs external tools without asking",
+                preset.as_str()
+            ));
+        }
+        if let Some(rule) = profile
+            .rules
+            .iter()
+            .find(|r| r.effect != Effect::Verdict(Verdict::Deny))
+        {
+            let what = match rule.effect {
+                Effect::Verdict(Verdict::Allow) => "allows calls",
+                Effect::Verdict(_) => "asks, which comes before a deny of [policy]",
+                Effect::Risk(_) => "sets a risk, which can lower it",
+            };
+            why.push(format!("rule {} {what}", rule.id));
+        }
+        (!why.is_empty()).then(|| why.join("; "))
     }
 
     /// The effective ask threshold for the global profile.

@@ -246,6 +246,7 @@ fn caller_profiles_pick_preset_and_rules_and_come_first() {
         [policy]
         approval_timeout_s = 30
         [[policy.callers]]
+        exe = "/opt/ci/*"
         client = "ci-*"
         preset = "autonomous"
         approval_timeout_s = 5
@@ -261,6 +262,17 @@ fn caller_profiles_pick_preset_and_rules_and_come_first() {
         "#,
     );
     let ci = Caller {
+        exe: Some("/opt/ci/runner".into()),
+        client_name: Some("ci-runner".into()),
+        ..Caller::via("socket")
+    };
+    // The name alone, from another program, is not the profile's.
+    let claims_ci = Caller {
+        exe: Some("/tmp/x".into()),
+        client_name: Some("ci-runner".into()),
+        ..Caller::via("socket")
+    };
+    let named_only = Caller {
         client_name: Some("ci-runner".into()),
         ..Caller::via("socket")
     };
@@ -272,6 +284,14 @@ fn caller_profiles_pick_preset_and_rules_and_come_first() {
     let args = json!({"path": "a"});
     let deploy = tool("deploy", Risk::Low);
     assert_eq!(c.assess(&deploy, &json!({}), &ci).verdict, Verdict::Allow);
+    assert_eq!(
+        c.assess(&deploy, &json!({}), &claims_ci).verdict,
+        Verdict::Deny
+    );
+    assert_eq!(
+        c.assess(&deploy, &json!({}), &named_only).verdict,
+        Verdict::Deny
+    );
     assert_eq!(
         c.assess(&deploy, &json!({}), &caller()).verdict,
         Verdict::Deny
@@ -299,6 +319,140 @@ fn caller_profiles_pick_preset_and_rules_and_come_first() {
     // A caller lacking the matched field never matches.
     let anon = Caller::via("socket");
     assert_eq!(c.assess(&deploy, &json!({}), &anon).verdict, Verdict::Deny);
+}
+
+#[test]
+fn a_profile_that_grants_must_name_the_program() {
+    let refused = |toml: &str| {
+        Config::parse(toml, Path::new("t.toml"))
+            .unwrap_err()
+            .to_string()
+    };
+    let e = refused(
+        r#"
+        [[policy.callers]]
+        client = "ci-*"
+        preset = "autonomous"
+        "#,
+    );
+    for want in [
+        "policy.callers[0]: gives these callers more than [policy] does",
+        "asks only at critical and above where [policy] asks at high",
+        "preset autonomous runs external tools without asking",
+        "picks them only by `client`, the name an MCP client reports about itself",
+        "add `exe = \"…\"`",
+        "or make the profile only restrict",
+    ] {
+        assert!(e.contains(want), "missing {want:?} in {e}");
+    }
+    // Each way of granting counts, and each unproven key is named.
+    let e = refused(
+        r#"
+        [[policy.callers]]
+        agent = "bot"
+        [[policy.callers.rules]]
+        tool = "x"
+        verdict = "allow"
+        "#,
+    );
+    assert!(
+        e.contains("rule policy.callers[0].rules[0] allows calls"),
+        "{e}"
+    );
+    assert!(
+        e.contains("only by `agent`, an id any local program can register"),
+        "{e}"
+    );
+    let e = refused("[[policy.callers]]\nuid = 1000\nclient = \"c\"\nask_at = \"critical\"");
+    assert!(
+        e.contains("`client`") && e.contains("`uid`, which every program"),
+        "{e}"
+    );
+    let e = refused(
+        r#"
+        [[policy.callers]]
+        client = "c"
+        [[policy.callers.rules]]
+        tool = "x"
+        verdict = "ask"
+        "#,
+    );
+    assert!(
+        e.contains("asks, which comes before a deny of [policy]"),
+        "{e}"
+    );
+    let e = refused(
+        r#"
+        [[policy.callers]]
+        client = "c"
+        [[policy.callers.rules]]
+        tool = "x"
+        risk = "low"
+        "#,
+    );
+    assert!(e.contains("sets a risk, which can lower it"), "{e}");
+    let e = refused(
+        r#"
+        [policy]
+        preset = "read_only"
+        [[policy.callers]]
+        client = "c"
+        preset = "strict"
+        "#,
+    );
+    assert!(
+        e.contains("preset strict denies less than [policy]'s read_only"),
+        "{e}"
+    );
+
+    // Naming the program, or only restricting, is fine.
+    for ok in [
+        r#"
+        [[policy.callers]]
+        exe = "/opt/ci/*"
+        client = "ci-*"
+        preset = "autonomous"
+        "#,
+        r#"
+        [[policy.callers]]
+        exe = "/opt/ci/*"
+        agent = "bot"
+        [[policy.callers.rules]]
+        tool = "x"
+        verdict = "allow"
+        "#,
+        r#"
+        [[policy.callers]]
+        client = "c"
+        preset = "read_only"
+        approval_timeout_s = 600
+        "#,
+        r#"
+        [[policy.callers]]
+        agent = "bot"
+        preset = "strict"
+        ask_at = "low"
+        [[policy.callers.rules]]
+        tool = "x"
+        verdict = "deny"
+        "#,
+        r#"
+        [policy]
+        preset = "autonomous"
+        [[policy.callers]]
+        client = "c"
+        preset = "default"
+        "#,
+        r#"
+        [policy]
+        ask_at = "medium"
+        [[policy.callers]]
+        uid = 0
+        preset = "strict"
+        "#,
+    ] {
+        Config::parse(ok, Path::new("t.toml")).unwrap_or_else(|e| panic!("{ok}: {e}"));
+    }
 }
 
 #[test]

@@ -15,7 +15,7 @@
 //! | `tool`            | this request's tool (the default when no `tool=` is given)  |
 //! | `tool=GLOB`       | tools whose name matches GLOB (`tool=*` = every tool)        |
 //! | `args`            | exactly this request's arguments (canonical hash)           |
-//! | `caller`          | this request's caller (uid, exe, client name, agent id)     |
+//! | `caller`          | this request's caller program (exe, uid; client name, agent id narrow it) |
 //! | `PTR=GLOB`        | argument at JSON pointer PTR matches a whole-string glob    |
 //! | `PTR:path=GLOB`   | argument is a path under GLOB (`~` expanded, `*` = one dir) |
 //! | `PTR:re=REGEX`    | argument matches a regular expression                       |
@@ -41,15 +41,19 @@ use crate::context::Caller;
 pub struct CallerInfo {
     /// Entry point: `socket`, `cli`, ...
     pub via: String,
-    /// Peer pid; used only to tell whether the caller is still there.
+    /// The client's pid (the bridge's parent for bridged clients); used
+    /// only to tell whether the caller is still there.
     pub pid: Option<i32>,
     /// Peer uid.
     pub uid: Option<u32>,
-    /// Peer executable.
+    /// The client's executable, as the kernel reports it.
     pub exe: Option<String>,
-    /// MCP client name.
+    /// The pid of toolgate's stdio bridge, when it relayed the client.
+    #[serde(default)]
+    pub bridge_pid: Option<i32>,
+    /// MCP client name, as the client reports it.
     pub client_name: Option<String>,
-    /// Agent id.
+    /// Agent id the connection registered.
     pub agent_id: Option<String>,
 }
 
@@ -60,6 +64,7 @@ impl From<&Caller> for CallerInfo {
             pid: c.pid,
             uid: c.uid,
             exe: c.exe.clone(),
+            bridge_pid: c.bridge_pid,
             client_name: c.client_name.clone(),
             agent_id: c.agent_id.clone(),
         }
@@ -68,22 +73,26 @@ impl From<&Caller> for CallerInfo {
 
 impl CallerInfo {
     /// The caller as lists show it: what `Caller`'s own text says (entry
-    /// point, client name, pid: `socket cursor 1.0 pid 4242`), so a row
-    /// read back from the audit log reads like the live one it replaced.
+    /// point, client name, pid: `socket cursor 1.0 pid 4242`), made by the
+    /// same function.
     pub fn short(&self) -> String {
-        let mut s = self.via.clone();
-        if let Some(name) = &self.client_name {
-            s.push(' ');
-            s.push_str(name);
-        }
-        if let Some(pid) = self.pid {
-            s.push_str(&format!(" pid {pid}"));
-        }
+        let mut s = String::new();
+        // Writing to a String cannot fail.
+        let _ = crate::context::write_caller(
+            &mut s,
+            &self.via,
+            self.client_name.as_deref(),
+            self.pid,
+            self.bridge_pid,
+        );
         s
     }
 
-    /// The identity a `caller` scope remembers: everything but the pid,
-    /// which changes every run while the agent stays the same.
+    /// The identity a `caller` scope remembers: everything but the pids,
+    /// which change every run while the agent stays the same. Its anchor
+    /// is `exe`, the client program as the kernel reports it (for a
+    /// bridged client, the program that started the bridge, not
+    /// toolgate); client name and agent id only narrow it.
     pub fn key(&self) -> CallerKey {
         CallerKey {
             via: self.via.clone(),
@@ -112,7 +121,7 @@ pub struct CallerKey {
     pub via: String,
     /// Peer uid.
     pub uid: Option<u32>,
-    /// Peer executable.
+    /// The client's executable, as the kernel reports it.
     pub exe: Option<String>,
     /// MCP client name.
     pub client_name: Option<String>,
@@ -210,6 +219,15 @@ pub enum ScopeError {
         "scope clause `{0}` refers to a request; outside one, use tool=GLOB and argument clauses"
     )]
     NeedsRequest(&'static str),
+    /// A `caller` clause for a caller whose program the kernel did not
+    /// name: the rest of a caller (client name, agent id) is not proof
+    /// enough to tie a rule to.
+    #[error(
+        "scope clause `caller` needs the calling program, and the kernel did not say which program \
+         this caller runs (its executable could not be read); a rule tied to the client name alone \
+         would apply to any program that claims it, so use tool and argument clauses instead"
+    )]
+    UnknownCaller,
     /// The scope would not cover the request it was made from.
     #[error("scope `{scope}` does not cover the call being decided ({why})")]
     MissesRequest {
@@ -281,9 +299,13 @@ impl ScopeSpec {
     /// the result covers it.
     ///
     /// # Errors
-    /// [`ScopeError::MissesRequest`] naming the clause that misses, or a
-    /// pattern error.
+    /// [`ScopeError::MissesRequest`] naming the clause that misses,
+    /// [`ScopeError::UnknownCaller`] for `caller` when the caller's
+    /// executable is unknown, or a pattern error.
     pub fn bind(&self, tool: &str, args: &Value, caller: &CallerInfo) -> Result<Scope, ScopeError> {
+        if self.caller && caller.exe.is_none() {
+            return Err(ScopeError::UnknownCaller);
+        }
         let def = ScopeDef {
             tool: match &self.tool {
                 ToolSpec::This => tool.to_owned(),

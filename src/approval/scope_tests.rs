@@ -11,6 +11,7 @@ fn who(client: &str) -> CallerInfo {
         via: "socket".into(),
         pid: Some(42),
         uid: Some(1000),
+        exe: Some("/usr/bin/node".into()),
         client_name: Some(client.into()),
         ..CallerInfo::default()
     }
@@ -35,7 +36,7 @@ fn the_documented_examples_parse_and_bind() {
     assert!(!s.matches("fs_list", &json!({}), &who("cursor").key()));
     assert!(
         s.to_string()
-            .contains("caller=[socket client claude uid 1000]")
+            .contains("caller=[socket client claude exe /usr/bin/node uid 1000]")
     );
 
     let s = bind("args", "fs_read", &args).unwrap();
@@ -178,6 +179,38 @@ proptest! {
 }
 
 #[test]
+fn a_caller_scope_is_tied_to_the_program_never_to_a_name_alone() {
+    let args = json!({});
+    // Another program claiming the same client name is not the caller.
+    let s = bind("caller", "fs_read", &args).unwrap();
+    let impostor = CallerInfo {
+        exe: Some("/tmp/impostor".into()),
+        ..who("claude")
+    };
+    assert!(!s.matches("fs_read", &args, &impostor.key()));
+    assert!(s.matches("fs_read", &args, &who("claude").key()));
+    // A caller whose program the kernel did not name cannot be remembered.
+    let unknown = CallerInfo {
+        exe: None,
+        ..who("claude")
+    };
+    let e = ScopeSpec::parse("tool,caller")
+        .unwrap()
+        .bind("fs_read", &args, &unknown)
+        .unwrap_err();
+    assert_eq!(e, ScopeError::UnknownCaller);
+    assert!(
+        e.to_string().contains("use tool and argument clauses"),
+        "{e}"
+    );
+    // Without `caller`, such a caller is fine.
+    ScopeSpec::parse("tool")
+        .unwrap()
+        .bind("fs_read", &args, &unknown)
+        .unwrap();
+}
+
+#[test]
 fn a_stored_caller_reads_like_the_live_one() {
     let live = Caller {
         pid: Some(4242),
@@ -190,4 +223,13 @@ fn a_stored_caller_reads_like_the_live_one() {
     assert_eq!(live.to_string(), "socket cursor 1.0 pid 4242");
     let bare = Caller::via("cli");
     assert_eq!(CallerInfo::from(&bare).short(), bare.to_string());
+    let bridged = Caller {
+        bridge_pid: Some(4250),
+        ..live
+    };
+    assert_eq!(
+        bridged.to_string(),
+        "socket cursor 1.0 pid 4242 via bridge pid 4250"
+    );
+    assert_eq!(CallerInfo::from(&bridged).short(), bridged.to_string());
 }

@@ -35,6 +35,7 @@ glob = "git push*"
 verdict = "deny"
 
 [[policy.callers]]
+exe = "/opt/ci/*"
 client = "ci-*"
 preset = "autonomous"
 

@@ -61,10 +61,47 @@ pub(super) fn policy_config(
     for (i, c) in p.callers.iter().enumerate() {
         let at = format!("policy.callers[{i}]");
         if let Some(cp) = caller(c, &at, base.clone(), problems) {
+            if let Some(problem) = unproven_grant(&policy, c, &cp) {
+                problems.push(problem);
+            }
             policy.callers.push(cp);
         }
     }
     policy
+}
+
+/// A profile that grants more than `[policy]` to callers it picks by facts
+/// any local program can claim (its client name, a free agent id, the uid
+/// all of them share): refused, saying what to write instead. See
+/// [`crate::approval::CallerMatch`] and `docs/policy.md`, "Who is calling".
+fn unproven_grant(
+    policy: &PolicyConfig,
+    raw: &RawCallerPolicy,
+    cp: &CallerPolicy,
+) -> Option<String> {
+    if cp.matcher.names_program() {
+        return None;
+    }
+    let grants = policy.loosening(cp)?;
+    let mut by = Vec::new();
+    if raw.client.is_some() {
+        by.push("`client`, the name an MCP client reports about itself, which any local program can claim");
+    }
+    if raw.agent.is_some() {
+        by.push("`agent`, an id any local program can register while it is free");
+    }
+    if raw.uid.is_some() {
+        by.push("`uid`, which every program that reaches the agent socket has");
+    }
+    Some(format!(
+        "{}: gives these callers more than [policy] does ({grants}) but picks them only by {}; \
+         add `exe = \"…\"` (the client program as the kernel reports it; for a client started \
+         through `toolgate mcp-bridge`, the program that started the bridge) so the grant goes to \
+         a program, or make the profile only restrict (a stricter preset or ask_at, \
+         `verdict = \"deny\"` rules)",
+        cp.id,
+        by.join(" and ")
+    ))
 }
 
 fn timeout(s: Option<u64>, at: &str, problems: &mut Vec<String>) -> Option<Duration> {

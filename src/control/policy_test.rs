@@ -23,8 +23,10 @@ pub struct PolicyTestInput {
     #[serde(default)]
     #[ts(optional, type = "unknown")]
     pub args: Option<Value>,
-    /// The MCP client name to assume for the caller (caller profiles
-    /// match on it); absent = an anonymous socket client.
+    /// The MCP client name to assume for a socket client whose program
+    /// is unknown; absent = an anonymous socket client. Only profiles
+    /// that restrict can match it: one that grants names `exe`, which
+    /// this caller lacks.
     #[serde(default)]
     #[ts(optional)]
     pub caller: Option<String>,

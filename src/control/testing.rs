@@ -138,6 +138,10 @@ pub(crate) fn session() -> Session {
         "s-1",
         Caller {
             pid: i32::try_from(std::process::id()).ok(),
+            // As the socket reads it: the program, then the name it gives.
+            exe: std::fs::read_link("/proc/self/exe")
+                .ok()
+                .map(|e| e.display().to_string()),
             client_name: Some("test-agent".into()),
             ..Caller::via("socket")
         },

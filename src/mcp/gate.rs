@@ -2,7 +2,9 @@
 //!
 //! An agent (e.g. a PraisonAI agent's own Python functions) registers its
 //! tools with `toolgate/register`; they join the registry as
-//! `agent:<id>` and leave when the connection closes. Before running one,
+//! `agent:<id>` and leave when the connection closes. The id is the
+//! connection's while it lives ([`crate::agent_ids`]), and names the
+//! caller of the connection's calls. Before running one,
 //! the agent calls `toolgate/gate`: toolgate runs the real pipeline, and when
 //! the call reaches the execution point, the pipeline *pauses* and the agent
 //! gets `allow` with the cast arguments (or `deny` with the reason if a stage
@@ -173,15 +175,45 @@ struct AgentToolSpec {
     annotations: Annotations,
 }
 
-/// `toolgate/register`.
+/// `toolgate/register`. The first registration claims the agent id for
+/// this connection (see [`crate::agent_ids`]); later ones add or replace
+/// tools under the same id. An id another connection holds, or a second id
+/// on this connection, is refused.
 pub(super) fn register(
     engine: &Engine,
     conn: &Conn,
     params: Option<Value>,
 ) -> Result<Value, Refused> {
     let p: RegisterParams = params_of(params)?;
-    let agent = p.agent_id.unwrap_or_else(|| conn.session().id.to_string());
-    let source = Source::Agent(agent.as_str().into());
+    let session = conn.session();
+    let wanted = p.agent_id.unwrap_or_else(|| session.id.to_string());
+    if wanted.trim().is_empty() {
+        return Err((INVALID_PARAMS, "`agentId` must not be empty".into()));
+    }
+    let mut held = conn.agent.lock().unwrap_or_else(PoisonError::into_inner);
+    let claim = match &mut *held {
+        Some(claim) if claim.id() == wanted => claim,
+        Some(claim) => {
+            return Err((
+                INVALID_PARAMS,
+                format!(
+                    "this connection is agent `{}` already; one connection is one agent, so register \
+                     more tools under `{}`, or open another connection for `{wanted}`",
+                    claim.id(),
+                    claim.id()
+                ),
+            ));
+        }
+        slot @ None => {
+            let claim = engine
+                .agent_ids()
+                .claim(&wanted, &session.caller.to_string())
+                .map_err(|e| (INVALID_PARAMS, e.to_string()))?;
+            conn.set_agent(claim.id());
+            slot.insert(claim)
+        }
+    };
+    let source = claim.source();
     let mut names = Vec::with_capacity(p.tools.len());
     for t in p.tools {
         let name = ToolName::new(&t.name).map_err(|e| (INVALID_PARAMS, e.to_string()))?;
@@ -191,7 +223,7 @@ pub(super) fn register(
             .with_risk(t.risk)
             .with_annotations(t.annotations);
         let runner: Arc<dyn Tool> = Arc::new(AgentTool {
-            agent: agent.clone(),
+            agent: claim.id().to_owned(),
         });
         engine
             .registry()
@@ -199,11 +231,7 @@ pub(super) fn register(
             .map_err(|e| (INVALID_PARAMS, e.to_string()))?;
         names.push(name.to_string());
     }
-    let mut agents = conn.agents.lock().unwrap_or_else(PoisonError::into_inner);
-    if !agents.contains(&agent) {
-        agents.push(agent.clone());
-    }
-    Ok(json!({"agentId": agent, "registered": names}))
+    Ok(json!({"agentId": claim.id(), "registered": names}))
 }
 
 #[derive(Deserialize)]
@@ -224,18 +252,33 @@ pub(super) async fn gate(
     cancel: &Cancel,
 ) -> Result<Value, Refused> {
     let p: GateParams = params_of(params)?;
-    let owned = engine
+    let owner = engine
         .registry()
         .snapshot()
         .get(&p.name)
         .map(|t| t.def.source.clone());
-    let mine = conn
-        .agents
+    let mine: Option<Arc<str>> = conn
+        .agent
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .clone();
-    match owned {
-        Some(Source::Agent(a)) if mine.iter().any(|m| **m == *a) => {}
+        .as_ref()
+        .map(|c| c.id().into());
+    match owner {
+        Some(Source::Agent(a)) if mine.as_deref() == Some(&*a) => {}
+        Some(Source::Agent(a)) => {
+            let holder = engine
+                .agent_ids()
+                .holder(&a)
+                .map_or_else(String::new, |h| format!(" ({h})"));
+            return Err((
+                INVALID_PARAMS,
+                format!(
+                    "`{}` belongs to agent `{a}`, which another connection holds{holder}; only the \
+                     connection that registered an agent's tools may gate them",
+                    p.name
+                ),
+            ));
+        }
         _ => {
             return Err((
                 INVALID_PARAMS,

@@ -48,10 +48,10 @@ use super::frame::{Frame, FrameReader, MAX_FRAME};
 use super::jsonrpc::{self, INVALID_PARAMS, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND};
 use super::{convert, gate};
 use crate::Engine;
+use crate::agent_ids::AgentClaim;
 use crate::barrier::credential::Credential;
 use crate::cancel::{Cancel, CancelReason};
 use crate::context::{Caller, Session};
-use crate::tool::Source;
 
 /// Protocol versions toolgate speaks, newest first. A client asking for
 /// one of them gets it; any other request gets the newest.
@@ -85,7 +85,10 @@ pub struct Conn {
     initialized: AtomicBool,
     /// The control credential was presented (control role only).
     authenticated: AtomicBool,
-    pub(super) agents: Mutex<Vec<String>>,
+    /// The agent id this connection registered in gate mode (one per
+    /// connection, so it can name the caller); dropping it removes the
+    /// agent's tools and frees the id.
+    pub(super) agent: Mutex<Option<AgentClaim>>,
     pub(super) gates: gate::PendingGates,
     /// Fired when the client is gone (or, through the server's token, at
     /// the end of the shutdown grace); every request's token is a child.
@@ -103,7 +106,7 @@ impl Conn {
             session: Mutex::new(session),
             initialized: AtomicBool::new(false),
             authenticated: AtomicBool::new(false),
-            agents: Mutex::new(Vec::new()),
+            agent: Mutex::new(None),
             gates: gate::PendingGates::default(),
             cancel,
             inflight: Mutex::new(HashMap::new()),
@@ -158,11 +161,19 @@ impl Conn {
     }
 
     fn set_client(&self, name: &str, version: &str) {
+        self.set_caller(|c| c.client_name = Some(format!("{name} {version}")));
+    }
+
+    /// The connection now holds agent id `id` (see [`crate::agent_ids`]):
+    /// its later calls are that agent's.
+    pub(super) fn set_agent(&self, id: &str) {
+        self.set_caller(|c| c.agent_id = Some(id.to_owned()));
+    }
+
+    fn set_caller(&self, change: impl FnOnce(&mut Caller)) {
         let mut s = self.session.lock().unwrap_or_else(PoisonError::into_inner);
-        let caller = Caller {
-            client_name: Some(format!("{name} {version}")),
-            ..(*s.caller).clone()
-        };
+        let mut caller = (*s.caller).clone();
+        change(&mut caller);
         s.caller = Arc::new(caller);
     }
 
@@ -357,13 +368,13 @@ impl McpServer {
     pub async fn end_session(&self, conn: &Conn, reason: CancelReason) {
         conn.cancel(reason);
         conn.gates.finish_all().await;
-        let agents =
-            std::mem::take(&mut *conn.agents.lock().unwrap_or_else(PoisonError::into_inner));
-        for agent in agents {
-            self.engine
-                .registry()
-                .unregister_source(&Source::Agent(agent.into()));
-        }
+        // Dropping the claim removes the agent's tools and frees its id.
+        let claim = conn
+            .agent
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        drop(claim);
     }
 
     /// Answers one frame: the reply line for quick requests, nothing for

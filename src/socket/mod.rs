@@ -6,15 +6,18 @@
 //! and compared with ours before a single byte is read; a mismatch is
 //! refused and logged. The peer's pid, uid and executable become the
 //! caller identity the pipeline and the audit log see; the agent cannot
-//! claim another.
+//! claim another. On the agent socket, a peer that is toolgate's own stdio
+//! bridge stands for the MCP client that started it ([`peer`]).
 //!
 //! A peer that hangs up (closes or dies) is noticed at once, even while
 //! none of its calls has anything to say ([`hangup`]): its calls are
 //! cancelled and its pending approvals closed.
 
 mod hangup;
+mod peer;
 
 pub use hangup::hangup;
+pub use peer::BridgeExes;
 
 use std::io;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
@@ -55,6 +58,9 @@ pub struct AgentSocket {
     path: PathBuf,
     /// Refuse peers that run under a warden (the control socket).
     refuse_governed: bool,
+    /// Which peers are toolgate's stdio bridge, on the agent socket;
+    /// `None` takes every peer as it is (the control socket).
+    bridges: Option<BridgeExes>,
 }
 
 impl AgentSocket {
@@ -99,6 +105,7 @@ impl AgentSocket {
             listener,
             path: path.to_owned(),
             refuse_governed: false,
+            bridges: None,
         })
     }
 
@@ -108,6 +115,13 @@ impl AgentSocket {
     /// control socket; agents are governed by definition.
     pub fn refusing_governed(mut self) -> Self {
         self.refuse_governed = true;
+        self
+    }
+
+    /// Takes a peer running one of `bridges` for the MCP client that
+    /// started it (the agent socket; see [`BridgeExes`]).
+    pub fn with_bridges(mut self, bridges: BridgeExes) -> Self {
+        self.bridges = Some(bridges);
         self
     }
 
@@ -134,7 +148,7 @@ impl AgentSocket {
                     }
                 },
             };
-            let Some(caller) = admit(&stream, owner) else {
+            let Some(caller) = admit(&stream, owner, self.bridges.as_ref()) else {
                 continue;
             };
             if self.refuse_governed
@@ -169,7 +183,7 @@ impl AgentSocket {
 
 /// The caller identity of an accepted peer, or `None` (logged) if its uid
 /// is not ours.
-fn admit(stream: &UnixStream, owner: u32) -> Option<Caller> {
+fn admit(stream: &UnixStream, owner: u32, bridges: Option<&BridgeExes>) -> Option<Caller> {
     let cred = match stream.peer_cred() {
         Ok(c) => c,
         Err(e) => {
@@ -185,15 +199,7 @@ fn admit(stream: &UnixStream, owner: u32) -> Option<Caller> {
         );
         return None;
     }
-    let exe = cred
-        .pid()
-        .and_then(|p| std::fs::read_link(format!("/proc/{p}/exe")).ok());
-    Some(Caller {
-        pid: cred.pid(),
-        uid: Some(cred.uid()),
-        exe: exe.map(|e| e.display().to_string()),
-        ..Caller::via("socket")
-    })
+    Some(peer::caller_of(cred.pid(), cred.uid(), bridges))
 }
 
 fn next_session_id(pid: Option<i32>) -> String {

@@ -16,6 +16,7 @@ use toolgate::console::ConsoleAuth;
 use toolgate::daemon::{Daemon, ServeOptions};
 use toolgate::mcp::ServerOptions;
 use toolgate::policy_edit::PolicyEditor;
+use toolgate::socket::BridgeExes;
 
 /// A running daemon in a temp dir; `root/` is its file root.
 pub(crate) struct TestDaemon {
@@ -96,6 +97,9 @@ impl TestDaemon {
             http_port: Some(0),
             mode: toolgate::control::EngineMode::Serve,
             warden: Some(crate::common::warden()),
+            // The test binary hosts the engine and is a client too, so only
+            // the real CLI is a bridge.
+            bridges: BridgeExes::none().with(env!("CARGO_BIN_EXE_toolgate")),
         };
         let mut daemon = Daemon::start_with(config.clone(), &opts, limits)
             .await

@@ -9,7 +9,8 @@ export type CallerInfo = {
  */
 via: string, 
 /**
- * Peer pid; used only to tell whether the caller is still there.
+ * The client's pid (the bridge's parent for bridged clients); used
+ * only to tell whether the caller is still there.
  */
 pid: number | null, 
 /**
@@ -17,14 +18,18 @@ pid: number | null,
  */
 uid: number | null, 
 /**
- * Peer executable.
+ * The client's executable, as the kernel reports it.
  */
 exe: string | null, 
 /**
- * MCP client name.
+ * The pid of toolgate's stdio bridge, when it relayed the client.
+ */
+bridge_pid: number | null, 
+/**
+ * MCP client name, as the client reports it.
  */
 client_name: string | null, 
 /**
- * Agent id.
+ * Agent id the connection registered.
  */
 agent_id: string | null, };

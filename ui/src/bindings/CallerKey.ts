@@ -13,7 +13,7 @@ via: string,
  */
 uid: number | null, 
 /**
- * Peer executable.
+ * The client's executable, as the kernel reports it.
  */
 exe: string | null, 
 /**

@@ -13,7 +13,9 @@ tool: string,
  */
 args?: unknown, 
 /**
- * The MCP client name to assume for the caller (caller profiles
- * match on it); absent = an anonymous socket client.
+ * The MCP client name to assume for a socket client whose program
+ * is unknown; absent = an anonymous socket client. Only profiles
+ * that restrict can match it: one that grants names `exe`, which
+ * this caller lacks.
  */
 caller?: string, };

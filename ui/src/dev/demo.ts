@@ -179,7 +179,7 @@ export function install(): Demo {
         const scope = b.scope ?? '';
         const covers = !/tool=(?!\*|shell|fs|github|db|slack)/.test(scope);
         const preview: ScopePreview = {
-          text: scope.replace(/^tool(?=,|$)/, `tool=${req?.tool ?? 'tool'}`).replace(/,caller(?=,|$)/, `,caller=[socket client ${req?.caller.client_name ?? '?'} uid 1000]`),
+          text: scope.replace(/^tool(?=,|$)/, `tool=${req?.tool ?? 'tool'}`).replace(/,caller(?=,|$)/, `,caller=[socket client ${req?.caller.client_name ?? '?'} exe ${req?.caller.exe ?? '?'} uid 1000]`),
           covers_request: covers,
           words: covers
             ? `Every call of \`${req?.tool ?? 'tool'}\`${scope.includes('/') ? ' whose arguments match the patterns' : ''}${scope.includes('caller') ? `, from ${req?.caller.client_name ?? 'this caller'}` : ''}.`

@@ -46,6 +46,7 @@ export const CLAUDE: CallerInfo = {
   pid: 48213,
   uid: 1000,
   exe: '/usr/lib/claude-desktop/claude-desktop',
+  bridge_pid: 48230,
   client_name: 'claude-desktop',
   agent_id: null,
 };
@@ -54,6 +55,7 @@ export const CURSOR: CallerInfo = {
   pid: 51877,
   uid: 1000,
   exe: '/opt/cursor/cursor',
+  bridge_pid: null,
   client_name: 'cursor',
   agent_id: null,
 };
@@ -62,6 +64,7 @@ export const PRAISON: CallerInfo = {
   pid: 60211,
   uid: 1000,
   exe: '/usr/bin/python3.12',
+  bridge_pid: null,
   client_name: 'praisonai',
   agent_id: 'research-agent',
 };

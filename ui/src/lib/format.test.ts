@@ -121,7 +121,7 @@ describe('words about people and causes', () => {
   it('names the caller', () => {
     expect(callerText(CLAUDE)).toBe('claude-desktop · pid 48213');
     expect(callerText({ ...CLAUDE, exe: '/usr/bin/python3' })).toBe('claude-desktop · python3 · pid 48213');
-    expect(callerText({ via: 'cli', pid: null, uid: null, exe: null, client_name: null, agent_id: null })).toBe('cli');
+    expect(callerText({ via: 'cli', pid: null, uid: null, exe: null, bridge_pid: null, client_name: null, agent_id: null })).toBe('cli');
   });
 
   it('says who decided elsewhere', () => {

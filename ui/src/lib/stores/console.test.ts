@@ -105,7 +105,7 @@ describe('ConsoleStore', () => {
     const seen: string[] = [];
     s.onEvent((e) => seen.push(`${e.event.type}:${s.pending.length}`));
     s.push(
-      env({ type: 'approval_requested', id: 50, call_id: 1, tool: 'x', risk: 'high', rule: 'r', reason: 'why', caller: { via: 'socket', pid: 4, uid: 1000, exe: '/usr/bin/node', client_name: 'c', agent_id: null }, expires_ms: 10_000_000 + 1 }),
+      env({ type: 'approval_requested', id: 50, call_id: 1, tool: 'x', risk: 'high', rule: 'r', reason: 'why', caller: { via: 'socket', pid: 4, uid: 1000, exe: '/usr/bin/node', bridge_pid: null, client_name: 'c', agent_id: null }, expires_ms: 10_000_000 + 1 }),
     );
     m.run();
     expect(s.pending.map((p) => p.id)).toEqual([50, 41, 42, 43]);
