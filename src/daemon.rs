@@ -132,6 +132,17 @@ impl ServeOptions {
         }
     }
 
+    /// The environment an engine of `config` started with these options
+    /// has: its own files (protected from governed tools) and its warden.
+    pub fn env(&self, config: &Config) -> Env {
+        Env {
+            own_files: OwnFiles::for_daemon(config.path.as_deref(), &self.data_dir, &self.socket)
+                .token_file(self.console_token_file()),
+            warden: self.warden.clone(),
+            ..Env::from_process()
+        }
+    }
+
     /// The console bearer token for non-browser clients (`0600`):
     /// `console.token` in the data directory.
     pub fn console_token_file(&self) -> PathBuf {
@@ -308,12 +319,7 @@ impl Daemon {
         let servers = config.servers.clone();
         let config_path = config.path.clone();
         let a2 = audit.clone();
-        let env = Env {
-            own_files: OwnFiles::for_daemon(config.path.as_deref(), &opts.data_dir, &opts.socket)
-                .token_file(opts.console_token_file()),
-            warden: opts.warden.clone(),
-            ..Env::from_process()
-        };
+        let env = opts.env(&config);
         let engine = setup::engine_with(config, &env, |b| {
             b.events(events).audit(a2).approvals(approvals)
         })?;

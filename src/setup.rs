@@ -96,13 +96,7 @@ pub fn engine_with(
         .map(|s| format!("{}__", s.name))
         .collect();
     let own = own_files(&config, env);
-    let barrier = Barrier::start(
-        env.warden.clone(),
-        Shield::new()
-            .hiding(own.hidden_paths())
-            .read_only(&config.barrier.read_only),
-        config.barrier.clone(),
-    );
+    let barrier = barrier_for(&config, &own, env);
     let builtins = builtin_tools(&config, &roots, &ssrf, &barrier)?;
     let protected = Protected::new(&own, roots.roots());
     let guards = GuardConfig {
@@ -130,6 +124,22 @@ pub fn engine_with(
         tracing::warn!("{warning}");
     }
     Ok(engine)
+}
+
+/// The barrier an engine of `config` runs governed processes under, as
+/// `toolgate doctor` shows it: it starts a warden to see what holds.
+pub fn barrier(config: &Config, env: &Env) -> Barrier {
+    barrier_for(config, &own_files(config, env), env)
+}
+
+fn barrier_for(config: &Config, own: &OwnFiles, env: &Env) -> Barrier {
+    Barrier::start(
+        env.warden.clone(),
+        Shield::new()
+            .hiding(own.hidden_paths())
+            .read_only(&config.barrier.read_only),
+        config.barrier.clone(),
+    )
 }
 
 /// What the environment says plus the config file in use and the data dir

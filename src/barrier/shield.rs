@@ -58,6 +58,14 @@ impl Shield {
     /// Adds `path` with `reach`; a path given twice keeps the stricter.
     pub fn with(mut self, path: impl AsRef<Path>, reach: Reach) -> Self {
         let path = resolve(path.as_ref());
+        if reach == Reach::Hidden {
+            // What a hidden place holds is hidden with it.
+            if self.reach_of(&path) == Some(Reach::Hidden) {
+                return self;
+            }
+            self.places
+                .retain(|p, r| !(*r == Reach::Hidden && p.starts_with(&path) && *p != path));
+        }
         let slot = self.places.entry(path).or_insert(reach);
         *slot = (*slot).max(reach);
         self
@@ -153,6 +161,16 @@ mod tests {
         let got: Vec<_> = s.hidden().map(Path::to_owned).collect();
         assert!(got.contains(&real.join("data/x")), "{got:?}");
         assert!(got.contains(&real.join("new/deeper")), "{got:?}");
+    }
+
+    #[test]
+    fn a_hidden_place_beneath_a_hidden_one_is_not_listed_twice() {
+        let s = Shield::new()
+            .hiding(["/nonexistent-tg/data/agent.sock"])
+            .hiding(["/nonexistent-tg/data"])
+            .hiding(["/nonexistent-tg/data/console.token"]);
+        let hidden: Vec<_> = s.hidden().collect();
+        assert_eq!(hidden, [Path::new("/nonexistent-tg/data")]);
     }
 
     #[test]

@@ -68,6 +68,7 @@ impl Control {
         Ok(Snapshot {
             seq: mark.seq,
             engine: self.inner.info.clone(),
+            barrier: self.engine().barrier().status().clone(),
             counters,
             pending,
             recent_approvals,

@@ -19,6 +19,7 @@ use serde_json::Value;
 use ts_rs::TS;
 
 use crate::approval::{ApprovalRequest, RememberedRule};
+use crate::barrier::BarrierStatus;
 use crate::error::ErrorKind;
 use crate::events::{BreakerState, Event};
 use crate::tool::{Annotations, Content, ParamGuard, Risk, Trust};
@@ -482,6 +483,9 @@ pub struct Snapshot {
     pub seq: u64,
     /// About the engine.
     pub engine: EngineInfo,
+    /// What the barrier between governed processes and toolgate holds on
+    /// this machine (the console warns when it is not `full`).
+    pub barrier: BarrierStatus,
     /// The header's counters.
     pub counters: Counters,
     /// Waiting approval requests, soonest expiry first.

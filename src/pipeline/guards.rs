@@ -145,9 +145,10 @@ impl Stage for Guards {
             return Enter::Refuse(CallError::GuardDenied {
                 arg: String::new(),
                 reason: format!(
-                    "{} runs commands, and {}",
+                    "`{}` runs commands, and this machine cannot confine them ({}); \
+                     `[barrier] when_unavailable = \"run\"` runs them unconfined",
                     def.name,
-                    self.config.barrier.status().summary
+                    self.config.barrier.status().gaps.join("; ")
                 ),
             });
         }

@@ -10,7 +10,7 @@ use anyhow::Context;
 use serde_json::{Value, json};
 use toolgate::audit::{AuditLog, CallRow};
 
-use crate::{Cli, config, control_client, data_dir};
+use crate::{Cli, config, control_client, data_dir, serve_options};
 
 /// One control call, printed: the `key` list as a table of its fields (or
 /// JSON), or the whole reply as JSON.
@@ -183,4 +183,41 @@ fn print_rows(rows: &[CallRow], json: bool) -> anyhow::Result<()> {
     }
     out.flush()?;
     Ok(())
+}
+
+/// `toolgate doctor`: what the barrier holds for an engine of this config
+/// and data dir, found by starting a warden as the engine would.
+pub(crate) fn doctor(cli: &Cli, json: bool) -> anyhow::Result<ExitCode> {
+    let config = config(cli)?;
+    let opts = serve_options(cli, &config);
+    let barrier = toolgate::setup::barrier(&config, &opts.env(&config));
+    let status = barrier.status();
+    let mut out = std::io::stdout().lock();
+    if json {
+        let places: Vec<Value> = barrier
+            .shield()
+            .places()
+            .map(|(p, reach)| json!({"path": p, "reach": reach}))
+            .collect();
+        let v = json!({"status": status, "places": places});
+        serde_json::to_writer_pretty(&mut out, &v)?;
+        writeln!(out)?;
+    } else {
+        writeln!(out, "{}", status.summary)?;
+        for gap in &status.gaps {
+            writeln!(out, "  missing: {gap}")?;
+        }
+        for (path, reach) in barrier.shield().places() {
+            let word = match reach {
+                toolgate::barrier::Reach::Hidden => "hidden",
+                toolgate::barrier::Reach::ReadOnly => "read-only",
+            };
+            writeln!(out, "  {word:9} {}", path.display())?;
+        }
+    }
+    Ok(if status.confines() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

@@ -168,6 +168,13 @@ enum Command {
         #[command(subcommand)]
         action: config_cmd::SecretAction,
     },
+    /// Check what the barrier between governed processes and toolgate
+    /// holds on this machine (exit 1 when it is off).
+    Doctor {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
     /// Show the audit log (read straight from the database).
     Audit {
         /// Keep printing new calls as they are recorded.
@@ -231,6 +238,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Call { tool, args, json } => calls::call(&cli, tool, args, *json).await,
         Command::Breakers { reset, json } => inspect::breakers(&cli, reset.as_deref(), *json).await,
         Command::Audit { tail, limit, json } => inspect::audit(&cli, *tail, *limit, *json).await,
+        Command::Doctor { json } => inspect::doctor(&cli, *json),
         Command::Approvals { json } => {
             inspect::control(
                 &cli,

@@ -440,6 +440,14 @@ export function snapshot(now = NOW, seq = 18_422): Snapshot {
       http_url: 'http://127.0.0.1:7412/mcp',
       mode: 'serve',
     },
+    barrier: {
+      level: 'full',
+      landlock_abi: 7,
+      seccomp: true,
+      summary: "Barrier on (Landlock ABI 7, seccomp): governed processes cannot reach toolgate's files, credentials or control plane",
+      gaps: [],
+      refuses_shell: false,
+    },
     counters: {
       pending: p.length,
       open_breakers: b.filter((x) => x.state === 'open').length,

@@ -27,6 +27,8 @@ export type { BreakerView } from '../../bindings/BreakerView';
 export type { CallDetail } from '../../bindings/CallDetail';
 export type { CallSummary } from '../../bindings/CallSummary';
 export type { CallerInfo } from '../../bindings/CallerInfo';
+export type { BarrierLevel } from '../../bindings/BarrierLevel';
+export type { BarrierStatus } from '../../bindings/BarrierStatus';
 export type { CallerKey } from '../../bindings/CallerKey';
 export type { CancelReason } from '../../bindings/CancelReason';
 export type { ConnectInfo } from '../../bindings/ConnectInfo';

@@ -10,6 +10,7 @@
 import type {
   ApprovalRequest,
   ApprovalStatus,
+  BarrierStatus,
   BreakerView,
   CancelReason,
   CallSummary,
@@ -195,6 +196,8 @@ export class ConsoleStore implements StreamSink {
 
   // --- state
   engine = $state<EngineInfo | null>(null);
+  /** What keeps governed processes away from toolgate on this machine. */
+  barrier = $state<BarrierStatus | null>(null);
   pending = $state<ApprovalItem[]>([]);
   /** Calls waiting for a person (their live rows say so rather than "running"). */
   waitingCalls = $derived(new Set(this.pending.map((p) => p.call_id)));
@@ -263,6 +266,7 @@ export class ConsoleStore implements StreamSink {
     this.queue = [];
     const now = this.now();
     this.engine = snap.engine;
+    this.barrier = snap.barrier;
     this.pending = snap.pending.map(itemFromRequest).sort(bySoonest);
     this.recent = snap.recent_approvals.map((r) => ({ ...itemFromRequest(r), mine: this.mine.has(r.id) }));
     this.breakers = snap.breakers;
