@@ -94,6 +94,7 @@ pub fn engine_with(
         roots,
         ssrf,
         protected,
+        shell_overrides: config.shell_overrides.clone(),
     };
     let engine = adjust(
         Engine::builder(config)

@@ -92,6 +92,9 @@ pub struct Config {
     pub builtin: BuiltinConfig,
     /// Upstream MCP servers, validated (names unique, URLs checked).
     pub servers: Vec<servers::ServerSpec>,
+    /// `[tools.NAME] shell`: tools said to be shell-like or not, over what
+    /// their definitions say.
+    pub shell_overrides: HashMap<String, bool>,
 }
 
 impl Default for Config {
@@ -112,6 +115,7 @@ impl Default for Config {
                 ..BuiltinConfig::default()
             },
             servers: Vec::new(),
+            shell_overrides: HashMap::new(),
         })
     }
 }
@@ -159,6 +163,7 @@ impl Config {
         for (key, set) in [
             ("policy", raw.pipeline.policy.is_some()),
             ("risk", raw.pipeline.risk.is_some()),
+            ("shell", raw.pipeline.shell.is_some()),
         ] {
             if set {
                 problems.push(format!("pipeline.{key}: only per tool, in [tools.NAME]"));
@@ -202,6 +207,11 @@ impl Config {
             policy,
             builtin,
             servers,
+            shell_overrides: raw
+                .tools
+                .iter()
+                .filter_map(|(name, o)| Some((name.clone(), o.shell?)))
+                .collect(),
         })
     }
 }
