@@ -4,7 +4,7 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
-use super::places::Entry;
+use super::places::{Entry, Place};
 
 /// How many directory entries a hard-link search reads at most. toolgate's
 /// dirs hold a handful of files; the bound only keeps a dir that someone
@@ -66,6 +66,8 @@ pub(super) fn hard_link_target<'a>(
     entries.iter().find_map(|e| {
         let found = if e.place.is_dir() {
             find_in_dir(&e.path, id, &mut budget)
+        } else if e.place == Place::Sockets {
+            find_beside(&e.path, id)
         } else {
             same_file(&e.path, id).then(|| e.path.clone())
         };
@@ -75,6 +77,22 @@ pub(super) fn hard_link_target<'a>(
 
 fn same_file(path: &Path, (dev, ino): (u64, u64)) -> bool {
     std::fs::symlink_metadata(path).is_ok_and(|p| p.dev() == dev && p.ino() == ino)
+}
+
+/// A file named after `socket` beside it (`.ctl`, the `.http` token file)
+/// with device and inode `id`.
+fn find_beside(socket: &Path, id: (u64, u64)) -> Option<PathBuf> {
+    let (dir, name) = (socket.parent()?, socket.file_name()?);
+    std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter(|f| {
+            f.file_name()
+                .as_encoded_bytes()
+                .starts_with(name.as_encoded_bytes())
+        })
+        .find(|f| same_file(&f.path(), id))
+        .map(|f| f.path())
 }
 
 /// A file under `dir` (symlinks not followed) with device and inode `id`.

@@ -121,6 +121,8 @@ fn a_hard_link_to_any_file_in_a_protected_place_is_that_file() {
         ("data/audit.db", "proj/notes.db"),
         ("data/engine.log", "proj/log.txt"),
         ("data/pins/srv.json", "proj/deep.json"),
+        // Beside a socket in a shared directory, its token file.
+        ("run/agent.sock.http", "proj/endpoint.json"),
     ] {
         fs::hard_link(l.path(target), l.path(link)).unwrap();
         let e = p.check_path(&l.resolved(link)).unwrap_err();
