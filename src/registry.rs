@@ -13,6 +13,7 @@ use tokio::sync::watch;
 
 use crate::error::CallError;
 use crate::events::{Event, EventBus};
+use crate::guard::shell_like::ShellLike;
 use crate::schema::{CompiledSchema, SchemaError};
 use crate::tool::{Source, Tool, ToolDef, ToolName};
 
@@ -24,6 +25,9 @@ pub struct RegisteredTool {
     pub schema: CompiledSchema,
     /// What runs it.
     pub runner: Arc<dyn Tool>,
+    /// Whether it runs shell commands, and in which arguments, worked out
+    /// once from the definition ([`ShellLike::of`]).
+    pub shell_like: Option<ShellLike>,
 }
 
 impl std::fmt::Debug for RegisteredTool {
@@ -280,6 +284,7 @@ impl Registry {
         let schema =
             CompiledSchema::compile(def.name.as_str(), &def.input_schema, self.strict_schemas)?;
         Ok(RegisteredTool {
+            shell_like: ShellLike::of(&def),
             def,
             schema,
             runner,

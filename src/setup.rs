@@ -104,6 +104,7 @@ pub fn engine_with(
         ssrf,
         protected,
         barrier,
+        shell_overrides: config.shell_overrides.clone(),
     };
     let engine = adjust(
         Engine::builder(config)

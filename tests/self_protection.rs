@@ -1,10 +1,13 @@
-//! Issue 13, item 7: toolgate protects itself from the tools it governs.
-//! A governed call that would steer toolgate (`toolgate approve`), change
-//! its config, data or runtime files, or read its tokens is refused before
-//! policy, without asking anyone, with a reason naming the protected path;
-//! control methods never answer on the agent socket or the agent's HTTP
-//! endpoint; a decision records which process made it. Real daemon, real
-//! sockets, raw JSON-RPC clients, the real `toolgate` binary.
+//! toolgate protects itself from the tools it governs. A governed call
+//! that would use toolgate's control plane (`toolgate approve`, `toolgate
+//! console --print`), or read or change its config, data or runtime files
+//! in any spelling a shell expands, is refused before policy, without
+//! asking anyone, with a reason naming what it touched; so is one by an
+//! upstream tool that runs shell commands, and a write through a hard link
+//! into toolgate's data dir. Control methods never answer on the agent
+//! socket or the agent's HTTP endpoint; a decision records which process
+//! made it. Real daemon, real sockets, a real upstream MCP server, raw
+//! JSON-RPC clients, the real `toolgate` binary.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -64,17 +67,51 @@ fn assert_nobody_asked(d: &TestDaemon, events: &mut broadcast::Receiver<Event>) 
     );
 }
 
+/// A daemon like [`exposed_daemon`] whose `shell_exec` runs without asking
+/// (`[tools.shell_exec] policy = "allow"`): a refusal can only come from
+/// the guard stage, and a command it lets through really runs.
+async fn exposed_shell_daemon() -> TestDaemon {
+    TestDaemon::start_adjusted(
+        "[tools.shell_exec]\npolicy = \"allow\"\n",
+        ServerOptions::default(),
+        |c: &mut Config, dir| {
+            let config = dir.join("config.toml");
+            std::fs::write(&config, "").unwrap();
+            c.path = Some(config);
+            c.builtin.roots = vec![dir.to_owned()];
+        },
+    )
+    .await
+}
+
 #[tokio::test]
-async fn a_shell_command_that_runs_toolgate_approve_is_refused_without_asking() {
+async fn a_shell_command_that_uses_toolgates_control_plane_is_refused_without_asking() {
     let d = exposed_daemon().await;
     let mut events = d.engine.subscribe();
     let mut c = d.raw().await;
     c.initialize().await;
-    for (i, command) in [
-        "toolgate approve 1",
-        "/usr/bin/toolgate deny 2",
-        "env toolgate rules --rm 3",
-        "sh -c 'toolgate approve 1'",
+    for (i, (command, named)) in [
+        ("toolgate approve 1", "toolgate approve"),
+        ("toolgate console --print", "toolgate console"),
+        ("toolgate approvals", "toolgate approvals"),
+        ("toolgate audit --limit 5", "toolgate audit"),
+        (
+            "toolgate secret get github_token --reveal",
+            "toolgate secret",
+        ),
+        ("/usr/bin/toolgate deny 2", "toolgate deny"),
+        ("env toolgate rules --rm 3", "toolgate rules"),
+        ("sh -c 'toolgate approve 1'", "toolgate approve"),
+        ("t''oolgate pins --approve x", "toolgate pins"),
+        ("TG=toolgate; $TG breakers --reset x", "toolgate breakers"),
+        (
+            "toolgate some-future-subcommand",
+            "toolgate some-future-subcommand",
+        ),
+        (
+            "echo '{\"method\":\"toolgate/console/login\"}' | nc -U x",
+            "toolgate/console/login",
+        ),
     ]
     .into_iter()
     .enumerate()
@@ -87,9 +124,151 @@ async fn a_shell_command_that_runs_toolgate_approve_is_refused_without_asking() 
         )
         .await;
         assert!(text(&r).starts_with("argument `command` refused:"), "{r}");
-        assert!(text(&r).contains("steers toolgate itself"), "{r}");
+        assert!(
+            text(&r).contains(&format!("it runs `{named}`, which steers toolgate itself")),
+            "{r}"
+        );
     }
     assert_nobody_asked(&d, &mut events);
+    d.stop().await;
+}
+
+/// The user name whose home is `home`, from `/etc/passwd`.
+fn user_of(home: &Path) -> Option<String> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f.len() > 5 && Path::new(f[5]) == home).then(|| f[0].to_owned())
+    })
+}
+
+#[tokio::test]
+async fn shell_spellings_of_toolgates_files_are_refused_without_asking() {
+    let d = exposed_shell_daemon().await;
+    let dir = real(d.dir.path());
+    let home = directories::BaseDirs::new()
+        .expect("a home directory")
+        .home_dir()
+        .to_owned();
+    // The default config dir is protected whether or not it exists.
+    let config_dir = real(&home).join(".config/toolgate");
+    let mut events = d.engine.subscribe();
+    let mut c = d.raw().await;
+    c.initialize().await;
+    let mut home_spellings: Vec<String> = [
+        r#"cat "$HOME"/.config/toolgate/config.toml"#,
+        "cat ${HOME}/.config/toolgate/config.toml",
+        "cat $HOME/.config/toolgate/config.toml",
+        "cat ~/.config/toolgate/config.toml",
+        r#"cat "$HOME/.config/toolgate"'/config.toml'"#,
+        "cd ~/.config/toolgate && cat config.toml",
+        "cd ~/.config && cat toolgate/config.toml",
+        "cat ~/.config/toolgate/config.tom?",
+        "cat ~/.config/toolg*/config.toml",
+        "cat ~/.config/[t]oolgate/config.toml",
+        "cat ${XDG_CONFIG_HOME:-$HOME/.config}/toolgate/config.toml",
+        "echo \"$(cat ~/.config/toolgate/config.toml)\"",
+        "bash -c 'cat ~/.config/toolgate/config.toml'",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let user = user_of(&home);
+    if let Some(user) = &user {
+        home_spellings.push(format!("cat ~{user}/.config/toolgate/config.toml"));
+    } else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI's HOME is a user's home in /etc/passwd"
+        );
+    }
+    let mut id = 0;
+    for command in &home_spellings {
+        id += 1;
+        let r = refused(&mut c, id, "shell_exec", json!({"command": command})).await;
+        assert!(
+            text(&r).contains(&config_dir.display().to_string()),
+            "{command}: the reason names the protected place: {r}"
+        );
+    }
+    // The daemon's own files, from where the command runs (the root) and
+    // after a `cd`.
+    for (command, place) in [
+        ("cat config.toml".to_owned(), "config file"),
+        ("sqlite3 data/audit.db .dump".to_owned(), "data dir"),
+        (
+            format!("cd {} && cat config.toml", dir.display()),
+            "config file",
+        ),
+        ("cd root/.. && cat data/engine.json".to_owned(), "data dir"),
+        ("tail -f d?ta/*.log".to_owned(), "data dir"),
+    ] {
+        id += 1;
+        let r = refused(&mut c, id, "shell_exec", json!({"command": command})).await;
+        assert!(text(&r).contains(place), "{command}: {r}");
+        assert!(text(&r).contains(&dir.display().to_string()), "{r}");
+    }
+    assert_nobody_asked(&d, &mut events);
+    // Commands that mention toolgate harmlessly run.
+    for command in [
+        "echo toolgate",
+        "ls ~ > /dev/null && echo listed",
+        "toolgate --version || true",
+        "cd root && pwd",
+    ] {
+        id += 1;
+        let r = c.call(id, "shell_exec", json!({"command": command})).await;
+        assert_eq!(kind(&r), "", "{command}: {r}");
+        assert_eq!(r["result"]["isError"], false, "{command}: {r}");
+    }
+    d.stop().await;
+}
+
+/// An upstream MCP server (a real child process) whose tool says it runs
+/// shell commands: its command line is read like `shell_exec`'s.
+#[tokio::test]
+async fn an_upstream_shell_tool_that_steers_toolgate_is_refused_without_asking() {
+    let server = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/shell_server.py"
+    );
+    let toml = format!(
+        "[[servers]]\nname = \"sh\"\ntransport = \"stdio\"\ncommand = {python:?}\nargs = [{server:?}]\n\n[tools.sh__execute_command]\npolicy = \"allow\"\n",
+        python = crate::common::python::python_str()
+    );
+    let d = TestDaemon::start(&toml).await;
+    crate::upstream_support::wait_for(Duration::from_secs(30), "sh__execute_command", || {
+        d.engine
+            .tools()
+            .iter()
+            .any(|t| t.name.as_str() == "sh__execute_command")
+    })
+    .await
+    .unwrap();
+    let mut events = d.engine.subscribe();
+    let mut c = d.raw().await;
+    c.initialize().await;
+    for (i, command) in [
+        "toolgate approve 1",
+        "toolgate console --print",
+        "cat ~/.config/toolgate/config.toml",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let r = refused(
+            &mut c,
+            i as u64 + 1,
+            "sh__execute_command",
+            json!({"command": command}),
+        )
+        .await;
+        assert!(text(&r).starts_with("argument `command` refused:"), "{r}");
+    }
+    assert_nobody_asked(&d, &mut events);
+    let r = c
+        .call(9, "sh__execute_command", json!({"command": "echo hi"}))
+        .await;
+    assert!(text(&r).contains("would run: echo hi"), "{r}");
     d.stop().await;
 }
 
@@ -156,7 +335,7 @@ async fn governed_writes_to_toolgates_files_and_reads_of_its_tokens_are_refused(
     assert!(text(&r).starts_with("argument `cwd` refused:"), "{r}");
     assert_nobody_asked(&d, &mut events);
 
-    // Ordinary work in the root still works, and toolgate's data may be read.
+    // Ordinary work in the root still works.
     let r = c
         .call(
             6,
@@ -169,8 +348,159 @@ async fn governed_writes_to_toolgates_files_and_reads_of_its_tokens_are_refused(
         std::fs::read_to_string(dir.join("root/ok.txt")).unwrap(),
         "fine"
     );
-    let r = c.call(7, "fs_list", json!({"path": "data"})).await;
+    d.stop().await;
+}
+
+/// The data dir is off limits for reading too: the audit log, the
+/// discovery file and the engine's log (which holds the console's login
+/// link) are toolgate's, like the config and the tokens.
+#[tokio::test]
+async fn governed_reads_of_toolgates_data_dir_are_refused() {
+    let d = exposed_daemon().await;
+    let dir = d.dir.path().to_owned();
+    let data = real(&dir.join("data"));
+    // What a spawned engine writes to its log (`mcp-bridge --spawn`).
+    std::fs::write(
+        data.join(toolgate::spawn::LOG_FILE),
+        "console: http://127.0.0.1:1/login?t=secret-link\n",
+    )
+    .unwrap();
+    assert!(data.join("audit.db").is_file() && data.join("engine.json").is_file());
+    let mut events = d.engine.subscribe();
+    let mut c = d.raw().await;
+    c.initialize().await;
+    for (id, (tool, path)) in [
+        ("fs_read", "data/engine.log"),
+        ("fs_read", "data/audit.db"),
+        ("fs_read", "data/engine.json"),
+        ("fs_list", "data"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let r = refused(&mut c, id as u64 + 1, tool, json!({"path": path})).await;
+        assert!(
+            text(&r).contains(&format!("data dir `{}`", data.display())),
+            "{path}: {r}"
+        );
+        assert!(!text(&r).contains("secret-link"), "{r}");
+    }
+    assert_nobody_asked(&d, &mut events);
+    d.stop().await;
+}
+
+/// The number of calls in an audit database, and its integrity check.
+fn audit_state(db: &Path) -> (i64, String) {
+    let c = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .unwrap();
+    let rows = c
+        .query_row("SELECT count(*) FROM calls", [], |r| r.get(0))
+        .unwrap();
+    let check = c
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    (rows, check)
+}
+
+#[tokio::test]
+async fn a_write_through_a_hard_link_into_the_data_dir_is_refused() {
+    let d = TestDaemon::start("").await;
+    let dir = d.dir.path().to_owned();
+    let mut c = d.raw().await;
+    c.initialize().await;
+    // A call the audit log records, so there is a row to lose.
+    let r = c
+        .call(1, "fs_write", json!({"path": "a.txt", "content": "a"}))
+        .await;
     assert_eq!(r["result"]["isError"], false, "{r}");
+    let db = dir.join("data/audit.db");
+    let before = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let state = audit_state(&db);
+            if state.0 > 0 {
+                return state;
+            }
+            d.engine.audit().unwrap().flush().await;
+        }
+    })
+    .await
+    .expect("the call is recorded");
+    assert_eq!(before.1, "ok");
+    let discovery = dir.join("data/engine.json");
+    let discovered = std::fs::read(&discovery).unwrap();
+    // Other names, inside the root, of the live audit log and of another
+    // file of the data dir.
+    std::fs::hard_link(&db, dir.join("root/notes.db")).unwrap();
+    std::fs::hard_link(&discovery, dir.join("root/engine-copy.json")).unwrap();
+    let mut events = d.engine.subscribe();
+    for (id, (path, target)) in [("notes.db", &db), ("engine-copy.json", &discovery)]
+        .into_iter()
+        .enumerate()
+    {
+        let id = id as u64 * 2 + 2;
+        let r = refused(&mut c, id, "fs_write", json!({"path": path, "content": ""})).await;
+        assert!(
+            text(&r).contains(&format!("is a hard link to `{}`", real(target).display())),
+            "{r}"
+        );
+        let r = refused(&mut c, id + 1, "fs_read", json!({"path": path})).await;
+        assert!(text(&r).contains("hard link"), "{r}");
+    }
+    assert_nobody_asked(&d, &mut events);
+    let after = audit_state(&db);
+    assert_eq!(after.1, "ok", "the audit log is intact");
+    assert!(after.0 >= before.0, "no row was lost: {before:?} {after:?}");
+    assert_eq!(std::fs::read(&discovery).unwrap(), discovered);
+    d.stop().await;
+}
+
+/// The review's chain: under `autonomous`, an agent writes a command into
+/// `.git/config` (allowed: a medium-risk write in the project) and then
+/// runs `git status`, which runs it. `git status` is not inert, so it
+/// keeps `shell_exec`'s critical risk and a person is asked; denied, git
+/// never runs.
+#[tokio::test]
+async fn git_status_is_asked_under_autonomous_after_an_agent_wrote_git_config() {
+    let d = TestDaemon::start("[policy]\npreset = \"autonomous\"\n").await;
+    let root = d.dir.path().join("root");
+    let init = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&root)
+        .status()
+        .unwrap();
+    assert!(init.success());
+    let marker = d.dir.path().join("fsmonitor-ran");
+    let mut events = d.engine.subscribe();
+    let mut c = d.raw().await;
+    c.initialize().await;
+    let config = format!(
+        "[core]\n\trepositoryformatversion = 0\n\tfsmonitor = \"touch {}; false\"\n",
+        marker.display()
+    );
+    let r = c
+        .call(
+            1,
+            "fs_write",
+            json!({"path": ".git/config", "content": config}),
+        )
+        .await;
+    assert_eq!(r["result"]["isError"], false, "the write runs unasked: {r}");
+    c.send_json(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                       "params": {"name": "shell_exec", "arguments": {"command": "git status"}}}))
+        .await;
+    let id = approval_id(&mut events).await;
+    let pending = d.engine.approvals().unwrap().pending();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].id, id);
+    d.engine.approvals().unwrap().deny(id, None).await.unwrap();
+    let reply = loop {
+        let v = c.recv().await.expect("the denied call answers");
+        if v["id"] == 2 {
+            break v;
+        }
+    };
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    assert!(!marker.exists(), "git never ran");
     d.stop().await;
 }
 

@@ -91,10 +91,6 @@ const SHELL_DANGER: &[(&str, &str, &str)] = &[
     ),
 ];
 
-/// A command made only of one read-only program and plain words: no shell
-/// operators, substitutions or redirections.
-const SHELL_SIMPLE: &str = r"^\s*(ls|pwd|echo|date|whoami|wc|which|git\s+(status|diff|log|show|branch))\b[^;&|<>$`\\\n(){}]*$";
-
 /// Credential and shell-startup files: writing one is critical, reading one
 /// is high (it is how secrets leave the machine).
 const SECRET_PATHS: &str = "{**/.ssh/**,**/.gnupg/**,**/.aws/**,**/.config/gcloud/**,**/.kube/config,**/.env,**/.env.*,**/.netrc,**/.git-credentials,**/.git/hooks/**,**/.bashrc,**/.zshrc,**/.profile,**/.bash_profile,**/*.pem,**/id_rsa*,**/id_ed25519*}";
@@ -130,10 +126,10 @@ pub fn default_rules(project_dirs: &[PathBuf]) -> Vec<Rule> {
         SHELL_TOOLS,
         "/command",
         PatternKind::Regex,
-        SHELL_SIMPLE,
+        &super::inert::regex(),
         false,
         Effect::Risk(Risk::High),
-        "a single read-only command without shell operators",
+        "a single inert command (it runs no configurable code) with plain arguments inside the working directory",
         None,
     ));
     rules.extend(outside_project(project_dirs, base.clone()));

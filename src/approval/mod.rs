@@ -26,6 +26,7 @@
 mod decider;
 mod defaults;
 mod handle;
+mod inert;
 mod matcher;
 mod queue;
 mod rules;
@@ -41,6 +42,7 @@ use serde::{Deserialize, Serialize};
 pub use decider::Decider;
 pub use defaults::{READ_TOOLS, RISK_TABLE, SHELL_TOOLS, WRITE_TOOLS, default_rules, risk_table};
 pub use handle::{PolicyHandle, VersionedPolicy};
+pub use inert::{INERT_COMMANDS, INERT_LINES};
 pub use matcher::{ArgCondition, Pattern, PatternError, PatternKind, normalize, pointer_of};
 pub use queue::{
     Always, Answer, ApprovalOptions, Approvals, Ask, Decided, Decision, NewRule, Resolution,

@@ -87,13 +87,11 @@ fn rm_rf_is_critical_while_a_harmless_command_is_not() {
     let a = c.assess(&shell, &json!({"command": "ls -la src"}), &caller());
     assert_eq!((a.risk, a.verdict), (Risk::High, Verdict::Allow));
     assert_eq!(a.rule, "default:shell-simple");
-    assert!(
-        a.reason.contains("single read-only command"),
-        "{}",
-        a.reason
-    );
+    assert!(a.reason.contains("single inert command"), "{}", a.reason);
+    // git runs hooks, fsmonitor and aliases from a config the agent can
+    // write: it keeps the tool's risk.
     let a = c.assess(&shell, &json!({"command": "git status"}), &caller());
-    assert_eq!(a.risk, Risk::High);
+    assert_eq!((a.risk, a.verdict), (Risk::Critical, Verdict::Ask));
     // An unknown command keeps the tool's own risk.
     let a = c.assess(&shell, &json!({"command": "make"}), &caller());
     assert_eq!(a.risk, Risk::Critical);
@@ -102,6 +100,62 @@ fn rm_rf_is_critical_while_a_harmless_command_is_not() {
     let mcp = tool("desktop__execute_command", Risk::Low);
     let a = c.assess(&mcp, &json!({"command": "rm -rf /"}), &caller());
     assert_eq!(a.rule, "default:shell-rm-recursive");
+}
+
+/// `default:shell-simple` lowers only inert commands; every family that
+/// runs configurable code keeps the shell tool's critical risk, so the
+/// `autonomous` preset still asks.
+#[test]
+fn only_inert_commands_are_lowered_to_high() {
+    let c = with_preset(Preset::Autonomous);
+    for tool_name in ["shell_exec", "desktop__execute_command"] {
+        let shell = tool(tool_name, Risk::Critical);
+        for cmd in [
+            "git status",
+            "git diff HEAD",
+            "git log -p",
+            "make",
+            "npm run build",
+            "yarn test",
+            "pnpm lint",
+            "cargo build",
+            "python3 manage.py",
+            "node index.js",
+            "ruby x.rb",
+            "perl x.pl",
+            "sh build.sh",
+            "bash -c ls",
+            "./configure",
+            "env ls",
+            "xargs cat",
+            "find . -exec id ;",
+            "ls $(make)",
+            "echo x > notes.txt",
+            "cat notes.txt | python3",
+            "sort --compress-program=sh x",
+            "less README.md",
+            "cat /etc/passwd",
+        ] {
+            let a = c.assess(&shell, &json!({ "command": cmd }), &caller());
+            assert_eq!(
+                (a.risk, a.verdict),
+                (Risk::Critical, Verdict::Ask),
+                "{tool_name}: {cmd}: {}",
+                a.rule
+            );
+        }
+        for cmd in [
+            "ls -la",
+            "pwd",
+            "echo done",
+            "wc -l src/a.rs",
+            "git --version",
+        ] {
+            let a = c.assess(&shell, &json!({ "command": cmd }), &caller());
+            assert_eq!((a.risk, a.verdict), (Risk::High, Verdict::Allow), "{cmd}");
+            assert_eq!(a.rule, "default:shell-simple", "{cmd}");
+        }
+    }
 }
 
 #[test]

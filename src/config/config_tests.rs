@@ -139,12 +139,28 @@ fn builtin_roots_expand_home() {
 }
 
 #[test]
-fn policy_and_risk_are_per_tool_only() {
-    let e = parse("[pipeline]\npolicy = \"allow\"\nrisk = \"low\"\n")
+fn policy_risk_and_shell_are_per_tool_only() {
+    let e = parse("[pipeline]\npolicy = \"allow\"\nrisk = \"low\"\nshell = true\n")
         .unwrap_err()
         .to_string();
     assert!(e.contains("pipeline.policy: only per tool"), "{e}");
     assert!(e.contains("pipeline.risk: only per tool"), "{e}");
+    assert!(e.contains("pipeline.shell: only per tool"), "{e}");
+}
+
+#[test]
+fn a_tool_is_said_to_be_shell_like_or_not_per_tool() {
+    let c = Config::parse(
+        "[tools.srv__run]\nshell = false\n\n[tools.srv__go]\nshell = true\n\n[tools.other]\ntimeout_ms = 5\n",
+        std::path::Path::new("t.toml"),
+    )
+    .unwrap();
+    let mut got: Vec<_> = c.shell_overrides.into_iter().collect();
+    got.sort();
+    assert_eq!(
+        got,
+        [("srv__go".to_owned(), true), ("srv__run".to_owned(), false)]
+    );
 }
 
 #[test]

@@ -95,6 +95,9 @@ pub struct Config {
     pub servers: Vec<servers::ServerSpec>,
     /// How governed processes are confined.
     pub barrier: BarrierSettings,
+    /// `[tools.NAME] shell`: tools said to be shell-like or not, over what
+    /// their definitions say.
+    pub shell_overrides: HashMap<String, bool>,
 }
 
 impl Default for Config {
@@ -116,6 +119,7 @@ impl Default for Config {
             },
             servers: Vec::new(),
             barrier: BarrierSettings::default(),
+            shell_overrides: HashMap::new(),
         })
     }
 }
@@ -163,6 +167,7 @@ impl Config {
         for (key, set) in [
             ("policy", raw.pipeline.policy.is_some()),
             ("risk", raw.pipeline.risk.is_some()),
+            ("shell", raw.pipeline.shell.is_some()),
         ] {
             if set {
                 problems.push(format!("pipeline.{key}: only per tool, in [tools.NAME]"));
@@ -207,6 +212,11 @@ impl Config {
             builtin,
             servers,
             barrier: barrier_settings(&raw.barrier),
+            shell_overrides: raw
+                .tools
+                .iter()
+                .filter_map(|(name, o)| Some((name.clone(), o.shell?)))
+                .collect(),
         })
     }
 }

@@ -84,6 +84,10 @@ pub struct RawLimits {
     pub policy: Option<Verdict>,
     /// Risk override (`[tools.NAME]` only).
     pub risk: Option<Risk>,
+    /// Whether the tool runs shell commands, over what its definition
+    /// says (`[tools.NAME]` only; see `docs/policy.md`, "Shell-like
+    /// tools").
+    pub shell: Option<bool>,
 }
 
 /// Per-tool overrides (`[tools.NAME]`): the same table as `[pipeline]`,

@@ -4,4 +4,5 @@
 
 pub mod path;
 pub mod protect;
+pub mod shell_like;
 pub mod ssrf;

@@ -78,6 +78,7 @@ pub(crate) fn registered_with(def: ToolDef, runner: Arc<dyn Tool>) -> Arc<Regist
     let schema =
         CompiledSchema::compile(def.name.as_str(), &def.input_schema, false).expect("test schema");
     Arc::new(RegisteredTool {
+        shell_like: crate::guard::shell_like::ShellLike::of(&def),
         def,
         schema,
         runner,

@@ -400,3 +400,39 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
     config.builtin.roots.extend(cli.roots.iter().cloned());
     Ok(config)
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+    use toolgate::guard::protect::{CONTROL_SUBCOMMANDS, HARMLESS_SUBCOMMANDS, Protected};
+
+    /// The guard's lists of subcommands are this CLI's: a subcommand added
+    /// here fails this test until it is classified, and every one that is
+    /// not harmless is refused when a governed tool runs it.
+    #[test]
+    fn every_subcommand_is_classified_for_self_protection() {
+        let mut cli = super::Cli::command();
+        cli.build();
+        let mut names: Vec<String> = cli
+            .get_subcommands()
+            .map(|c| c.get_name().to_owned())
+            .collect();
+        names.sort();
+        let mut classified: Vec<String> = CONTROL_SUBCOMMANDS
+            .iter()
+            .chain(HARMLESS_SUBCOMMANDS.iter())
+            .map(|s| (*s).to_owned())
+            .collect();
+        classified.sort();
+        assert_eq!(names, classified);
+        let p = Protected::default();
+        for name in &names {
+            let refused = p.check_command(&format!("toolgate {name}")).is_err();
+            assert_eq!(
+                refused,
+                !HARMLESS_SUBCOMMANDS.contains(&name.as_str()),
+                "{name}"
+            );
+        }
+    }
+}
