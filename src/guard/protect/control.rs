@@ -23,8 +23,9 @@ pub const HARMLESS_SUBCOMMANDS: [&str; 1] = ["help"];
 /// and arguments, the audit log) is the control plane's, and the OS
 /// barrier denies governed processes the sockets and files they need;
 /// `import` can write keychain secrets (`--store-secrets`); `call` and
-/// `mcp-bridge` would make calls as another client than the agent.
-pub const CONTROL_SUBCOMMANDS: [&str; 15] = [
+/// `mcp-bridge` would make calls as another client than the agent;
+/// `doctor` reads the config.
+pub const CONTROL_SUBCOMMANDS: [&str; 16] = [
     "serve",
     "console",
     "mcp-bridge",
@@ -40,6 +41,7 @@ pub const CONTROL_SUBCOMMANDS: [&str; 15] = [
     "import",
     "secret",
     "audit",
+    "doctor",
 ];
 
 /// The name of toolgate's binary.
