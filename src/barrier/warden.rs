@@ -266,7 +266,7 @@ fn same_fd(fd: &PollFd<'_>, stdin: &std::io::Stdin) -> bool {
 /// Reaps every child that has exited; `main`'s status if it was one.
 fn reap(main: Pid) -> Option<WaitStatus> {
     let mut found = None;
-    while let Ok(Some((pid, status))) = rustix::process::waitpid(None, WaitOptions::NOHANG) {
+    while let Ok(Some((pid, status))) = rustix::process::wait(WaitOptions::NOHANG) {
         if pid == main {
             found = Some(status);
         }
@@ -279,7 +279,7 @@ fn reap(main: Pid) -> Option<WaitStatus> {
 fn kill_everything_left() {
     let me = std::process::id() as i32;
     loop {
-        match rustix::process::waitpid(None, WaitOptions::NOHANG) {
+        match rustix::process::wait(WaitOptions::NOHANG) {
             Err(_) => return, // ECHILD: nobody left
             Ok(Some(_)) => continue,
             Ok(None) => {}
@@ -289,7 +289,7 @@ fn kill_everything_left() {
                 let _ = rustix::process::kill_process(pid, Signal::KILL);
             }
         }
-        if rustix::process::waitpid(None, WaitOptions::empty()).is_err() {
+        if rustix::process::wait(WaitOptions::empty()).is_err() {
             return;
         }
     }

@@ -148,9 +148,8 @@ impl OwnFiles {
         let mut out = Vec::new();
         for (place, path) in &self.places {
             match place {
-                Place::Sockets => out.extend(
-                    ["", ".ctl", ".http"].map(|suffix| crate::paths::beside(path, suffix)),
-                ),
+                Place::Sockets => out
+                    .extend(["", ".ctl", ".http"].map(|suffix| crate::paths::beside(path, suffix))),
                 _ => out.push(path.clone()),
             }
         }
