@@ -66,6 +66,12 @@ impl TestDaemon {
         .await
     }
 
+    /// A daemon in `dir`, the directory of a stopped one (see
+    /// [`Self::stop`]): the same data dir, started afresh.
+    pub(crate) async fn start_again(dir: TempDir, toml: &str) -> Self {
+        Self::start_in(dir, toml, ServerOptions::default(), false, |_, _| {}).await
+    }
+
     /// The watched config file (see [`Self::start_watched`]).
     pub(crate) fn config_path(&self) -> PathBuf {
         self.dir.path().join("config.toml")
@@ -144,6 +150,11 @@ impl TestDaemon {
 
     pub(crate) fn db(&self) -> PathBuf {
         self.dir.path().join("data/audit.db")
+    }
+
+    /// The data dir.
+    pub(crate) fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
     }
 
     pub(crate) async fn raw(&self) -> Raw {
