@@ -29,6 +29,7 @@ pub mod policy_edit;
 pub mod private_file;
 pub mod registry;
 pub mod schema;
+pub mod scrub;
 pub mod secrets;
 pub mod settings;
 pub mod setup;

@@ -246,3 +246,93 @@ async fn argument_hashes_are_keyed_per_data_dir_and_kept_across_restarts() {
         key_before
     );
 }
+
+/// The token the keychain holds for the leaky fixture server.
+const UPSTREAM_TOKEN: &str = "ghp_leaky0123456789";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keychain_secret_an_upstream_prints_is_scrubbed_from_everything_people_see() {
+    use crate::upstream_support::{Harness, spec, stdio, wait_for};
+    use toolgate::control::{Control, EngineInfo, EngineMode};
+    use toolgate::secrets::{MemoryStore, Secret, SecretName, SecretStore};
+
+    let h = Harness::new().await;
+    let info = EngineInfo::now(EngineMode::Serve, "/tmp", "/tmp/agent.sock", None);
+    let control = Control::builder(h.engine.clone(), info)
+        .upstreams(h.up.clone())
+        .start()
+        .await
+        .expect("control");
+    let mut events = h.engine.subscribe();
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/leaky_server.sh"
+    );
+    let mut server = spec(
+        "leaky",
+        stdio("sh", &[script], &[("API_TOKEN", "keyring:leaky-token")]),
+    );
+    server.max_retries = Some(0);
+    let problems =
+        h.up.apply_configured(vec![server], || {
+            let store = MemoryStore::new();
+            let name = SecretName::new("leaky-token").unwrap();
+            store.set(&name, &Secret::new(UPSTREAM_TOKEN)).unwrap();
+            Box::new(store) as Box<dyn SecretStore>
+        })
+        .await;
+    assert!(problems.is_empty(), "{problems:?}");
+    h.ready("leaky", 1, Duration::from_secs(30)).await;
+
+    // Its tool's error quotes the token: the agent and the audit row get
+    // it scrubbed.
+    let e = h
+        .call("leaky__whoami", json!({}))
+        .await
+        .expect_err("the tool fails");
+    assert!(e.to_string().contains("rejected key [redacted]"), "{e}");
+    assert!(!e.to_string().contains(UPSTREAM_TOKEN), "{e}");
+
+    // It then dies with the token in its last stderr line; its status
+    // error (which quotes that line) and the ring hold neither.
+    let c = control.clone();
+    wait_for(Duration::from_secs(30), "the dying words in stderr", || {
+        c.server_stderr("leaky", 0)
+            .is_ok_and(|p| p.lines.iter().any(|l| l.text.contains("giving up")))
+    })
+    .await
+    .unwrap();
+    wait_for(Duration::from_secs(30), "a status error", || {
+        c.servers().iter().any(|s| {
+            s.last_error
+                .as_deref()
+                .is_some_and(|e| e.contains("stderr"))
+        })
+    })
+    .await
+    .unwrap();
+    let page = control.server_stderr("leaky", 0).unwrap();
+    let lines: Vec<&str> = page.lines.iter().map(|l| l.text.as_str()).collect();
+    assert!(
+        lines.contains(&"booting with API_TOKEN=[redacted]"),
+        "{lines:?}"
+    );
+    assert!(
+        lines.contains(&"fatal: giving up on key [redacted]"),
+        "{lines:?}"
+    );
+    let statuses = serde_json::to_string(&control.servers()).unwrap();
+    assert!(statuses.contains("[redacted]"), "{statuses}");
+    assert!(!statuses.contains(UPSTREAM_TOKEN), "{statuses}");
+    let seen: Vec<String> = std::iter::from_fn(|| events.try_recv().ok())
+        .map(|e| serde_json::to_string(&e).unwrap())
+        .collect();
+    assert!(seen.iter().any(|e| e.contains("server_status")), "{seen:?}");
+    assert!(seen.iter().all(|e| !e.contains(UPSTREAM_TOKEN)), "{seen:?}");
+    let audit = h.engine.audit().expect("audit");
+    audit.flush().await;
+    let rows = serde_json::to_string(&audit.recent_calls(10).await.unwrap()).unwrap();
+    assert!(rows.contains("leaky__whoami"), "{rows}");
+    assert!(!rows.contains(UPSTREAM_TOKEN), "{rows}");
+    h.up.shutdown().await;
+}

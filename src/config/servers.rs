@@ -407,6 +407,10 @@ pub struct ServerSpec {
     pub auth: Option<AuthSpec>,
     /// Transport.
     pub transport: TransportSpec,
+    /// The values [`crate::secrets::resolve_spec`] put in place of
+    /// `keyring:` references (empty as configured), so whatever the server
+    /// prints can be scrubbed of them (see [`crate::scrub`]).
+    pub resolved_secrets: Vec<crate::secrets::Secret>,
 }
 
 impl ServerSpec {
@@ -424,6 +428,7 @@ impl ServerSpec {
             breaker_counts_is_error: false,
             auth: None,
             transport,
+            resolved_secrets: Vec::new(),
         }
     }
 }
@@ -500,6 +505,7 @@ fn spec_of(s: &RawServer) -> ServerSpec {
         breaker_counts_is_error: s.breaker_counts_is_error.unwrap_or(false),
         auth: s.auth.clone(),
         transport: s.transport.clone(),
+        resolved_secrets: Vec::new(),
     }
 }
 
