@@ -22,6 +22,7 @@ mod self_protection;
 mod shutdown;
 mod socket;
 mod ssrf;
+mod upstream_redirect;
 mod upstream_remote;
 mod upstream_stdio;
 mod upstream_support;
