@@ -159,8 +159,7 @@ pub struct ScopeDef {
     /// Argument clauses.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<ArgClause>,
-    /// Exact arguments: `call_hash(key, tool, args)` under the data dir's
-    /// key (see [`crate::call_key`]).
+    /// Exact arguments: `call_hash(key, tool, args)`, keyed per data dir.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub args_hash: Option<String>,
     /// One caller.
