@@ -1,15 +1,19 @@
 //! Canonical form of call arguments: the identity of "the same call".
 //!
-//! The loop guard counts repeats of the same call and approvals (a later
-//! issue) bind a decision to exactly one call, so both need a form in which
+//! The loop guard counts repeats of the same call and approvals bind a
+//! decision to exactly one call, so both need a form in which
 //! `{"a":1,"b":2}` and `{"b":2,"a":1}` are equal. Object keys are sorted
 //! recursively, whatever serde_json's map order is; numbers keep serde_json's
-//! own shortest rendering.
+//! own shortest rendering. Hashes of it are keyed per data dir
+//! ([`CallKey`]): the arguments hashed include secrets the audit log shows
+//! redacted.
 
 use std::fmt::Write;
 
+use hmac::Mac;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
+
+use crate::call_key::CallKey;
 
 /// Appends the canonical JSON of `v` to `out`: a `String`, an audit
 /// journal line being written, or a hasher (see [`ByteSink`],
@@ -107,20 +111,21 @@ pub fn canonical_json(v: &Value) -> String {
     s
 }
 
-/// SHA-256 of `tool` and the canonical arguments, hex-encoded. The tool name
-/// is part of the hash so equal arguments to different tools differ.
-pub fn call_hash(tool: &str, args: &Value) -> String {
-    hex_lower(&call_digest(tool, canonical_json(args).as_bytes()))
+/// HMAC-SHA256 under `key` of `tool` and the canonical arguments,
+/// hex-encoded. The tool name is part of the hash so equal arguments to
+/// different tools differ.
+pub fn call_hash(key: &CallKey, tool: &str, args: &Value) -> String {
+    hex_lower(&call_digest(key, tool, canonical_json(args).as_bytes()))
 }
 
 /// The digest [`call_hash`] encodes, of arguments already in canonical
 /// form: the audit log hashes the bytes it has just written.
-pub fn call_digest(tool: &str, canonical_args: &[u8]) -> [u8; 32] {
-    let mut h = Sha256::new();
+pub fn call_digest(key: &CallKey, tool: &str, canonical_args: &[u8]) -> [u8; 32] {
+    let mut h = key.mac();
     h.update(tool.as_bytes());
-    h.update([0u8]);
+    h.update(&[0u8]);
     h.update(canonical_args);
-    h.finalize().into()
+    h.finalize().into_bytes().into()
 }
 
 /// `bytes` as lowercase hex. `hex::encode` collects chars one by one;
@@ -140,7 +145,11 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
-    use sha2::Digest;
+    use sha2::{Digest, Sha256};
+
+    fn key() -> CallKey {
+        CallKey::new([7; 32])
+    }
 
     #[test]
     fn digests_are_lowercase_hex_of_every_byte() {
@@ -213,7 +222,7 @@ mod tests {
 
         #[test]
         fn key_order_never_matters(v in arb_json()) {
-            prop_assert_eq!(call_hash("t", &v), call_hash("t", &reorder(&v)));
+            prop_assert_eq!(call_hash(&key(), "t", &v), call_hash(&key(), "t", &reorder(&v)));
         }
 
         #[test]
@@ -225,14 +234,42 @@ mod tests {
         #[test]
         fn different_values_hash_differently(a in arb_json(), b in arb_json()) {
             prop_assume!(a != b);
-            prop_assert_ne!(call_hash("t", &a), call_hash("t", &b));
+            prop_assert_ne!(call_hash(&key(), "t", &a), call_hash(&key(), "t", &b));
         }
+    }
+
+    #[test]
+    fn the_hash_is_hmac_sha256_and_depends_on_the_key() {
+        // RFC 2104 spelt out with plain SHA-256: H((K^opad) || H((K^ipad) || m)).
+        let hmac = |k: [u8; 32], m: &[u8]| {
+            let mut block = [0u8; 64];
+            block[..32].copy_from_slice(&k);
+            let pad = |b: u8| block.map(|x| x ^ b);
+            let inner = Sha256::new()
+                .chain_update(pad(0x36))
+                .chain_update(m)
+                .finalize();
+            Sha256::new()
+                .chain_update(pad(0x5c))
+                .chain_update(inner)
+                .finalize()
+        };
+        let args = json!({"pin": "1234"});
+        assert_eq!(
+            call_hash(&key(), "t", &args),
+            hex_lower(&hmac([7; 32], b"t\0{\"pin\":\"1234\"}"))
+        );
+        let other = CallKey::new([8; 32]);
+        assert_ne!(call_hash(&key(), "t", &args), call_hash(&other, "t", &args));
     }
 
     #[test]
     fn tool_name_is_part_of_the_identity() {
         let args = json!({"path": "a"});
-        assert_ne!(call_hash("fs_read", &args), call_hash("fs_write", &args));
+        assert_ne!(
+            call_hash(&key(), "fs_read", &args),
+            call_hash(&key(), "fs_write", &args)
+        );
         assert_eq!(
             canonical_json(&json!({"b": [1, {"d": 1, "c": 2}], "a": "x"})),
             r#"{"a":"x","b":[1,{"c":2,"d":1}]}"#

@@ -22,8 +22,6 @@
 //! it stops.
 
 use std::future::Future;
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -646,17 +644,10 @@ async fn wind_down(server: &McpServer, mut serving: Pin<&mut impl Future<Output 
     serving.await;
 }
 
-/// Writes `secret` to `path`, readable by the owner only.
+/// Writes `secret` to `path`, readable by the owner only; a file or a
+/// link already there is replaced, never written through.
 fn write_secret(path: &std::path::Path, secret: &str) -> std::io::Result<()> {
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
-    // An older file may have been created with wider bits.
-    f.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
-    f.write_all(secret.as_bytes())
+    crate::private_file::write(path, secret.as_bytes())
 }
 
 /// Binds the HTTP endpoint and writes its URL and token to `file` (0600).
@@ -672,14 +663,7 @@ async fn start_http(
     let token = new_token();
     let body =
         serde_json::json!({"url": format!("http://{}/mcp", endpoint.addr()), "token": token});
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(file)
-        .map_err(io)?;
-    f.write_all(body.to_string().as_bytes()).map_err(io)?;
+    write_secret(file, &body.to_string()).map_err(io)?;
     Ok((endpoint, token, file.to_owned()))
 }
 

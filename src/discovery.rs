@@ -13,8 +13,7 @@
 //! left by a killed engine is stale: [`find_live`] believes a file only
 //! when its pid is alive and its sockets accept a connection.
 
-use std::io::Write;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -107,31 +106,12 @@ pub fn file(data_dir: &Path) -> PathBuf {
 /// [`DiscoveryError::Io`].
 pub fn write(data_dir: &Path, info: &EngineInfo) -> Result<(), DiscoveryError> {
     let path = file(data_dir);
-    let tmp = data_dir.join(format!(".{FILE_NAME}.{}.tmp", std::process::id()));
-    let io = |source| DiscoveryError::Io {
+    let mut body = serde_json::to_vec_pretty(info).map_err(|e| DiscoveryError::Io {
         path: path.clone(),
-        source,
-    };
-    // A temp file left by a killed process with our pid: start afresh so
-    // `create_new` applies our mode.
-    match std::fs::remove_file(&tmp) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(e)),
-        _ => {}
-    }
-    let mut body = serde_json::to_vec_pretty(info).map_err(|e| io(std::io::Error::other(e)))?;
+        source: std::io::Error::other(e),
+    })?;
     body.push(b'\n');
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .and_then(|mut f| f.write_all(&body))
-        .and_then(|()| std::fs::rename(&tmp, &path));
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(io(e));
-    }
-    Ok(())
+    crate::private_file::write(&path, &body).map_err(|source| DiscoveryError::Io { path, source })
 }
 
 /// The data dir's discovery file, if there is one. It says what an engine

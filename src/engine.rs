@@ -339,11 +339,16 @@ impl Engine {
         let (mut reply, args, schema, raw) = match inner.registry.resolve(tool) {
             Err(e) => (reply(call_id, Err(e), started), args, None, None),
             Ok(resolved) => {
-                let schema = resolved.schema.schema().clone();
+                // Only a schema that marks something secret is walked for
+                // the audit row (decided once per definition).
+                let schema = resolved
+                    .schema
+                    .has_secrets()
+                    .then(|| resolved.schema.schema().clone());
                 let (reply, args, raw) = self
                     .run(session, call_id, resolved, args, started, cancel)
                     .await;
-                (reply, args, Some(schema), raw)
+                (reply, args, schema, raw)
             }
         };
         if let Some(audit) = &inner.audit {

@@ -288,28 +288,51 @@ impl SecretStore for KeyringStore {
 /// # Errors
 /// An invalid or missing name, or a store failure.
 pub fn resolve_value(value: &str, store: &dyn SecretStore) -> Result<String, SecretError> {
-    match secret_ref(value) {
-        Some(name) => Ok(store.get(&SecretName::new(name)?)?.0),
-        None => Ok(value.to_owned()),
+    resolve_noted(value, store, &mut Vec::new())
+}
+
+/// [`resolve_value`], adding each value read from the store to `found`.
+/// A value too short to be scrubbed from logs is resolved all the same,
+/// with a warning naming the secret (see [`crate::scrub`]).
+fn resolve_noted(
+    value: &str,
+    store: &dyn SecretStore,
+    found: &mut Vec<Secret>,
+) -> Result<String, SecretError> {
+    let Some(name) = secret_ref(value) else {
+        return Ok(value.to_owned());
+    };
+    let secret = store.get(&SecretName::new(name)?)?;
+    if !crate::scrub::long_enough(secret.expose()) {
+        tracing::warn!(
+            "secret `{name}` is shorter than {} characters, too short to be hidden in logs",
+            crate::scrub::MIN_LEN
+        );
     }
+    let value = secret.0.clone();
+    found.push(secret);
+    Ok(value)
 }
 
 fn resolve_map(
     map: &std::collections::BTreeMap<String, String>,
     store: &dyn SecretStore,
+    found: &mut Vec<Secret>,
 ) -> Result<std::collections::BTreeMap<String, String>, SecretError> {
     map.iter()
-        .map(|(k, v)| Ok((k.clone(), resolve_value(v, store)?)))
+        .map(|(k, v)| Ok((k.clone(), resolve_noted(v, store, found)?)))
         .collect()
 }
 
 /// A copy of `spec` with every `keyring:` reference in env, headers and
-/// auth replaced by its value. Call it right before connecting and drop the
-/// copy with the connection: never log, serialise or store it.
+/// auth replaced by its value, and those values listed in
+/// `resolved_secrets` (for scrubbing). Call it right before connecting and
+/// drop the copy with the connection: never log, serialise or store it.
 ///
 /// # Errors
 /// The first reference that cannot be resolved (the error names it).
 pub fn resolve_spec(spec: &ServerSpec, store: &dyn SecretStore) -> Result<ServerSpec, SecretError> {
+    let mut found = Vec::new();
     let transport = match &spec.transport {
         TransportSpec::Stdio {
             command,
@@ -319,37 +342,97 @@ pub fn resolve_spec(spec: &ServerSpec, store: &dyn SecretStore) -> Result<Server
         } => TransportSpec::Stdio {
             command: command.clone(),
             args: args.clone(),
-            env: resolve_map(env, store)?,
+            env: resolve_map(env, store, &mut found)?,
             cwd: cwd.clone(),
         },
         TransportSpec::Sse { url, headers } => TransportSpec::Sse {
             url: url.clone(),
-            headers: resolve_map(headers, store)?,
+            headers: resolve_map(headers, store, &mut found)?,
         },
         TransportSpec::StreamableHttp { url, headers } => TransportSpec::StreamableHttp {
             url: url.clone(),
-            headers: resolve_map(headers, store)?,
+            headers: resolve_map(headers, store, &mut found)?,
         },
         TransportSpec::Websocket { url, headers } => TransportSpec::Websocket {
             url: url.clone(),
-            headers: resolve_map(headers, store)?,
+            headers: resolve_map(headers, store, &mut found)?,
         },
     };
     let auth = match &spec.auth {
         None => None,
         Some(AuthSpec::Bearer { token }) => Some(AuthSpec::Bearer {
-            token: resolve_value(token, store)?,
+            token: resolve_noted(token, store, &mut found)?,
         }),
         Some(AuthSpec::Basic { username, password }) => Some(AuthSpec::Basic {
             username: username.clone(),
-            password: resolve_value(password, store)?,
+            password: resolve_noted(password, store, &mut found)?,
         }),
     };
     Ok(ServerSpec {
         transport,
         auth,
+        resolved_secrets: found,
         ..spec.clone()
     })
+}
+
+/// What must never show in the text of `spec`'s server (its stderr, its
+/// errors): the values resolved from the keychain, the `auth` credentials
+/// (and a Basic credential's base64 form), and literal `env`/`headers`
+/// values whose name says they are credentials ([`credential_name`]). A
+/// literal value under another name is taken to be configuration, which
+/// the config file shows anyway.
+pub fn scrubber_for(spec: &ServerSpec) -> crate::scrub::Scrubber {
+    let mut values: Vec<String> = spec
+        .resolved_secrets
+        .iter()
+        .map(|s| s.expose().to_owned())
+        .collect();
+    let named = match &spec.transport {
+        TransportSpec::Stdio { env, .. } => env,
+        TransportSpec::Sse { headers, .. }
+        | TransportSpec::StreamableHttp { headers, .. }
+        | TransportSpec::Websocket { headers, .. } => headers,
+    };
+    values.extend(
+        named
+            .iter()
+            .filter(|(k, v)| credential_name(k) && secret_ref(v).is_none())
+            .map(|(_, v)| v.clone()),
+    );
+    match &spec.auth {
+        Some(AuthSpec::Bearer { token }) if secret_ref(token).is_none() => {
+            values.push(token.clone());
+        }
+        Some(AuthSpec::Basic { username, password }) if secret_ref(password).is_none() => {
+            use base64::Engine as _;
+            values.push(password.clone());
+            let raw = format!("{username}:{password}");
+            values.push(base64::engine::general_purpose::STANDARD.encode(raw));
+        }
+        _ => {}
+    }
+    crate::scrub::Scrubber::new(values)
+}
+
+/// Whether an env var or header name says its value is a credential:
+/// it contains `token`, `secret`, `passw`, `key`, `auth`, `credential`,
+/// `cookie` or `private` (any case): `GITHUB_TOKEN`, `X-Api-Key`,
+/// `Authorization`, `DB_PASSWORD`.
+pub fn credential_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    [
+        "token",
+        "secret",
+        "passw",
+        "key",
+        "auth",
+        "credential",
+        "cookie",
+        "private",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
 }
 
 /// Every secret name `spec` refers to, so the UI and `toolgate servers` can

@@ -345,3 +345,57 @@ fn an_unreachable_keychain_keeps_running_servers_and_names_each_secret() {
     );
     assert_eq!(r.problems.len(), 1);
 }
+
+#[test]
+fn resolved_values_are_listed_and_scrubbed_with_credential_like_literals() {
+    let s = store_with(&[("gh", "ghp_resolved123")]);
+    let configured = spec(
+        TransportSpec::Stdio {
+            command: "c".into(),
+            args: vec![],
+            env: map(&[
+                ("GITHUB_TOKEN", "keyring:gh"),
+                ("DB_PASSWORD", "literal-pw-99"),
+                ("LOG_LEVEL", "debug-verbose"),
+            ]),
+            cwd: None,
+        },
+        None,
+    );
+    assert!(configured.resolved_secrets.is_empty());
+    let resolved = resolve_spec(&configured, &s).unwrap();
+    assert_eq!(resolved.resolved_secrets, [Secret::new("ghp_resolved123")]);
+    let scrub = scrubber_for(&resolved);
+    assert_eq!(
+        scrub.scrub("ghp_resolved123 literal-pw-99 debug-verbose"),
+        "[redacted] [redacted] debug-verbose"
+    );
+    // Literal auth values, and Basic's base64 form, are credentials too.
+    let basic = spec(
+        TransportSpec::Sse {
+            url: "http://h/sse".into(),
+            headers: map(&[("X-Api-Key", "hdr-key-1234"), ("Accept", "text/plain")]),
+        },
+        Some(AuthSpec::Basic {
+            username: "u".into(),
+            password: "pw-literal".into(),
+        }),
+    );
+    let scrub = scrubber_for(&basic);
+    assert_eq!(
+        scrub.scrub("hdr-key-1234 pw-literal dTpwdy1saXRlcmFs text/plain"),
+        "[redacted] [redacted] [redacted] text/plain"
+    );
+    for name in [
+        "GITHUB_TOKEN",
+        "x-api-key",
+        "Authorization",
+        "Cookie",
+        "AWS_SECRET_ACCESS_KEY",
+    ] {
+        assert!(credential_name(name), "{name}");
+    }
+    for name in ["PATH", "LOG_LEVEL", "Accept", "HOME"] {
+        assert!(!credential_name(name), "{name}");
+    }
+}

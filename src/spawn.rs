@@ -20,7 +20,6 @@
 //! found through the discovery file.
 
 use std::ffi::OsString;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
@@ -159,25 +158,16 @@ fn start(plan: &SpawnPlan) -> Result<Child, SpawnError> {
         })
 }
 
-/// `<data_dir>/engine.log` for appending, `0600`; the data dir is created
-/// private (`0700`) if missing, as the audit log would create it.
+/// `<data_dir>/engine.log` for appending, `0600`, never through a link;
+/// the data dir is made private (`0700`), as the audit log makes it.
 fn open_log(plan: &SpawnPlan) -> Result<std::fs::File, SpawnError> {
     let prepare = |path: &Path| {
         let path = path.to_owned();
         move |source| SpawnError::Prepare { path, source }
     };
-    if !plan.data_dir.exists() {
-        std::fs::create_dir_all(&plan.data_dir).map_err(prepare(&plan.data_dir))?;
-        std::fs::set_permissions(&plan.data_dir, std::fs::Permissions::from_mode(0o700))
-            .map_err(prepare(&plan.data_dir))?;
-    }
+    crate::private_file::dir(&plan.data_dir).map_err(prepare(&plan.data_dir))?;
     let path = plan.log_file();
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(&path)
-        .map_err(prepare(&path))
+    crate::private_file::open(&path, true).map_err(prepare(&path))
 }
 
 /// Waits until the data dir has a live engine: ours, or, if ours lost the
@@ -226,6 +216,7 @@ fn reap(mut child: Child) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     /// A plan that runs `exe` (which ignores the `serve …` arguments) for
     /// a data dir that does not exist yet.

@@ -353,6 +353,17 @@ impl Approvals {
         Ok(me)
     }
 
+    /// The data dir's argument-hash key (the audit log's).
+    pub fn call_key(&self) -> &crate::call_key::CallKey {
+        self.inner.audit.call_key()
+    }
+
+    /// The hash binding a decision to exactly this call (see
+    /// [`crate::canonical::call_hash`]), under [`Self::call_key`].
+    pub fn call_hash(&self, tool: &str, args: &Value) -> String {
+        call_hash(self.call_key(), tool, args)
+    }
+
     /// Every engine event from now on (approval requests and decisions among
     /// them): the UI's "subscribe to changes".
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
@@ -433,9 +444,12 @@ impl Approvals {
     pub async fn decide(&self, id: i64, d: Decision) -> Result<Decided, ApprovalError> {
         let (request, args) = self.live_request(id).await?;
         let scope = match &d.always {
-            Some(a) => {
-                Some(ScopeSpec::parse(&a.scope)?.bind(&request.tool, &args, &request.caller)?)
-            }
+            Some(a) => Some(ScopeSpec::parse(&a.scope)?.bind(
+                self.call_key(),
+                &request.tool,
+                &args,
+                &request.caller,
+            )?),
             None => None,
         };
         let now = self.inner.clock.now_ms();
@@ -576,7 +590,7 @@ impl Approvals {
     /// scope error, or the store.
     pub async fn bind_scope(&self, id: i64, text: &str) -> Result<Scope, ApprovalError> {
         let (request, args) = self.live_request(id).await?;
-        Ok(ScopeSpec::parse(text)?.bind(&request.tool, &args, &request.caller)?)
+        Ok(ScopeSpec::parse(text)?.bind(self.call_key(), &request.tool, &args, &request.caller)?)
     }
 
     // ---- remembered rules ------------------------------------------------
@@ -654,7 +668,7 @@ impl Approvals {
     pub async fn add_rule(&self, new: NewRule) -> Result<RememberedRule, ApprovalError> {
         let spec = ScopeSpec::parse(&new.scope)?;
         let def = spec.standalone()?;
-        let scope = Scope::compile(def)?;
+        let scope = Scope::compile(def, self.call_key())?;
         let now = self.inner.clock.now_ms();
         let rule = RememberedRule {
             id: 0,
@@ -705,17 +719,19 @@ impl Approvals {
         };
         let active = rules
             .into_iter()
-            .filter_map(|rule| match Scope::compile(rule.scope.clone()) {
-                Ok(scope) => Some(ActiveRule {
-                    uses: uses_of(rule.id),
-                    rule,
-                    scope,
-                }),
-                Err(e) => {
-                    tracing::error!("remembered rule #{} is unusable: {e}", rule.id);
-                    None
-                }
-            })
+            .filter_map(
+                |rule| match Scope::compile(rule.scope.clone(), self.call_key()) {
+                    Ok(scope) => Some(ActiveRule {
+                        uses: uses_of(rule.id),
+                        rule,
+                        scope,
+                    }),
+                    Err(e) => {
+                        tracing::error!("remembered rule #{} is unusable: {e}", rule.id);
+                        None
+                    }
+                },
+            )
             .collect();
         self.inner.rules.store(Arc::new(active));
         Ok(())
@@ -759,7 +775,7 @@ impl Approvals {
     /// The request could not be stored (the call must then be refused).
     pub async fn ask(&self, ask: Ask<'_>) -> Result<Resolution, ApprovalError> {
         let caller = CallerInfo::from(ask.caller);
-        let hash = call_hash(ask.tool, ask.args);
+        let hash = self.call_hash(ask.tool, ask.args);
         let now = self.inner.clock.now_ms();
         if let Some(reason) = self.inner.closed.get() {
             return Ok(Resolution::Cancelled { reason: *reason });

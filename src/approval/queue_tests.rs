@@ -146,7 +146,7 @@ async fn approve_once_reaches_exactly_that_call() {
     assert_eq!(p.expires_ms, T0 + 60_000);
     assert_eq!(
         p.args_hash,
-        crate::canonical::call_hash("sh", &json!({"command": "rm -rf x"}))
+        f.approvals.call_hash("sh", &json!({"command": "rm -rf x"}))
     );
     assert!(p.waiting);
     let d = f
@@ -470,7 +470,7 @@ async fn leave_pending(a: &Approvals, pid: i32, args: Value, expires_ms: i64) ->
         call_id: 1,
         tool: "sh".into(),
         args: args.clone(),
-        args_hash: call_hash("sh", &args),
+        args_hash: a.call_hash("sh", &args),
         policy_version: 1,
         risk: Risk::Critical,
         rule: "r".into(),

@@ -33,6 +33,7 @@ use serde_json::Value;
 
 use super::matcher::{ArgCondition, Pattern, PatternError, PatternKind, pointer_of};
 use super::rules::tool_glob;
+use crate::call_key::CallKey;
 use crate::canonical::call_hash;
 use crate::context::Caller;
 
@@ -167,7 +168,7 @@ pub struct ScopeDef {
     /// Argument clauses.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<ArgClause>,
-    /// Exact arguments: `call_hash(tool, args)`.
+    /// Exact arguments: `call_hash(key, tool, args)`, keyed per data dir.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub args_hash: Option<String>,
     /// One caller.
@@ -296,13 +297,19 @@ impl ScopeSpec {
     }
 
     /// Resolves "this" against the request being decided and checks that
-    /// the result covers it.
+    /// the result covers it; `key` hashes exact arguments.
     ///
     /// # Errors
     /// [`ScopeError::MissesRequest`] naming the clause that misses,
     /// [`ScopeError::UnknownCaller`] for `caller` when the caller's
     /// executable is unknown, or a pattern error.
-    pub fn bind(&self, tool: &str, args: &Value, caller: &CallerInfo) -> Result<Scope, ScopeError> {
+    pub fn bind(
+        &self,
+        key: &CallKey,
+        tool: &str,
+        args: &Value,
+        caller: &CallerInfo,
+    ) -> Result<Scope, ScopeError> {
         if self.caller && caller.exe.is_none() {
             return Err(ScopeError::UnknownCaller);
         }
@@ -312,10 +319,10 @@ impl ScopeSpec {
                 ToolSpec::Glob(g) => g.clone(),
             },
             args: self.args.clone(),
-            args_hash: self.exact.then(|| call_hash(tool, args)),
+            args_hash: self.exact.then(|| call_hash(key, tool, args)),
             caller: self.caller.then(|| caller.key()),
         };
-        let scope = Scope::compile(def)?;
+        let scope = Scope::compile(def, key)?;
         if let Some(why) = scope.miss(tool, args, &caller.key()) {
             return Err(ScopeError::MissesRequest {
                 scope: scope.def.to_string(),
@@ -401,14 +408,17 @@ pub struct Scope {
     def: ScopeDef,
     tool: globset::GlobMatcher,
     conds: Vec<ArgCondition>,
+    /// Hashes a call's arguments to compare with `def.args_hash`.
+    key: CallKey,
 }
 
 impl Scope {
-    /// Compiles a stored scope.
+    /// Compiles a stored scope; `key` is the data dir's argument-hash key
+    /// its `args_hash` was made with.
     ///
     /// # Errors
     /// A glob or regex does not compile.
-    pub fn compile(def: ScopeDef) -> Result<Self, ScopeError> {
+    pub fn compile(def: ScopeDef, key: &CallKey) -> Result<Self, ScopeError> {
         let tool = tool_glob(&def.tool)?;
         let conds = def
             .args
@@ -421,7 +431,12 @@ impl Scope {
                 })
             })
             .collect::<Result<Vec<_>, PatternError>>()?;
-        Ok(Self { def, tool, conds })
+        Ok(Self {
+            def,
+            tool,
+            conds,
+            key: key.clone(),
+        })
     }
 
     /// The stored form.
@@ -443,7 +458,7 @@ impl Scope {
             return Some(format!("argument {} is false", c.describe()));
         }
         if let Some(h) = &self.def.args_hash
-            && *h != call_hash(tool, args)
+            && *h != call_hash(&self.key, tool, args)
         {
             return Some("the arguments differ".into());
         }

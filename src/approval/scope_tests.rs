@@ -17,8 +17,12 @@ fn who(client: &str) -> CallerInfo {
     }
 }
 
+fn hash_key() -> crate::call_key::CallKey {
+    crate::call_key::CallKey::new([5; 32])
+}
+
 fn bind(scope: &str, tool: &str, args: &Value) -> Result<Scope, ScopeError> {
-    ScopeSpec::parse(scope)?.bind(tool, args, &who("claude"))
+    ScopeSpec::parse(scope)?.bind(&hash_key(), tool, args, &who("claude"))
 }
 
 #[test]
@@ -92,7 +96,7 @@ fn malformed_or_missing_scopes_are_refused_with_the_reason() {
 fn stored_scopes_round_trip_through_json() {
     let s = bind("tool=fs_*,caller,args", "fs_read", &json!({"path": "a"})).unwrap();
     let text = serde_json::to_string(s.def()).unwrap();
-    let back = Scope::compile(serde_json::from_str(&text).unwrap()).unwrap();
+    let back = Scope::compile(serde_json::from_str(&text).unwrap(), &hash_key()).unwrap();
     assert_eq!(back.def(), s.def());
 }
 
@@ -165,14 +169,14 @@ proptest! {
         let args = json!({"command": cmd});
         let full = format!("tool,caller,/command={pat}");
         let Ok(spec) = ScopeSpec::parse(&full) else { return Ok(()) };
-        let Ok(scope) = spec.bind(&tool, &args, &who(&client)) else { return Ok(()) };
+        let Ok(scope) = spec.bind(&hash_key(), &tool, &args, &who(&client)) else { return Ok(()) };
         let probe = json!({"command": cmd.clone() + "a"});
         let key = who(&other_client).key();
         if scope.matches(&other_tool, &probe, &key) {
             prop_assert_eq!(&other_tool, &tool);
             prop_assert_eq!(&other_client, &client);
             let part = ScopeSpec::parse(&format!("/command={pat}")).unwrap()
-                .bind(&tool, &args, &who(&client)).unwrap();
+                .bind(&hash_key(), &tool, &args, &who(&client)).unwrap();
             prop_assert!(part.matches(&tool, &probe, &key));
         }
     }
@@ -196,7 +200,7 @@ fn a_caller_scope_is_tied_to_the_program_never_to_a_name_alone() {
     };
     let e = ScopeSpec::parse("tool,caller")
         .unwrap()
-        .bind("fs_read", &args, &unknown)
+        .bind(&hash_key(), "fs_read", &args, &unknown)
         .unwrap_err();
     assert_eq!(e, ScopeError::UnknownCaller);
     assert!(
@@ -206,7 +210,7 @@ fn a_caller_scope_is_tied_to_the_program_never_to_a_name_alone() {
     // Without `caller`, such a caller is fine.
     ScopeSpec::parse("tool")
         .unwrap()
-        .bind("fs_read", &args, &unknown)
+        .bind(&hash_key(), "fs_read", &args, &unknown)
         .unwrap();
 }
 

@@ -25,7 +25,7 @@ pub struct ApprovalRequest {
     pub tool: String,
     /// The arguments, secret ones redacted.
     pub args: Value,
-    /// `call_hash(tool, args)` of the unredacted arguments: the binding.
+    /// `call_hash(key, tool, args)` of the unredacted arguments: the binding.
     pub args_hash: String,
     /// The policy version that asked.
     pub policy_version: i64,

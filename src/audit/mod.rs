@@ -16,6 +16,7 @@ mod spool;
 mod store;
 mod writer;
 
-pub use record::{CallRecord, CallRow, EventRow, redact_secrets};
+pub use crate::schema::redact_secrets;
+pub use record::{CallRecord, CallRow, EventRow};
 pub(crate) use store::now_ms;
 pub use store::{AuditError, AuditLog};

@@ -6,15 +6,14 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::call_key::CallKey;
 use crate::canonical::{ByteSink, call_digest, call_hash, write_canonical};
 use crate::context::Session;
 use crate::engine::CallReply;
 use crate::error::ErrorKind;
 use crate::events::StageName;
+use crate::schema::redact_secrets;
 use crate::tool::JsonObject;
-
-/// Text stored in place of a secret argument.
-pub(crate) const REDACTED: &str = "[redacted]";
 
 /// One call, ready to insert. Serializable because it is journaled (see
 /// the `spool` module) before it reaches SQLite.
@@ -34,7 +33,8 @@ pub struct CallRecord {
     /// Canonical arguments with secrets redacted.
     #[serde(deserialize_with = "json_text")]
     pub args: String,
-    /// Hash of tool + unredacted canonical arguments.
+    /// Keyed hash of tool + unredacted canonical arguments (see
+    /// [`crate::call_key`]).
     pub args_hash: String,
     /// `allowed` (the tool ran) or `refused`.
     pub decision: Cow<'static, str>,
@@ -66,9 +66,11 @@ impl CallRecord {
     /// strings of JSON, so nothing is escaped twice and no column is built
     /// as a string first; the writer thread reads the object back into a
     /// [`CallRecord`] off the reply path. `args` are the arguments the
-    /// pipeline ended with; `schema` (if the tool was found) says which are
-    /// secret.
+    /// pipeline ended with; `schema`, given when the tool's schema marks
+    /// anything secret, says which are (see [`crate::schema`]'s
+    /// redaction); `key` keys the hash.
     pub(crate) fn journal_body(
+        key: &CallKey,
         ts_ms: i64,
         session: &Session,
         tool: &str,
@@ -101,10 +103,10 @@ impl CallRecord {
             // Without secrets the shown arguments are the arguments: hash
             // the canonical form just written instead of making it again.
             Cow::Borrowed(_) => {
-                let digest = call_digest(tool, b.0.get(written).unwrap_or_default());
+                let digest = call_digest(key, tool, b.0.get(written).unwrap_or_default());
                 b.hex(&digest);
             }
-            Cow::Owned(_) => b.json(&call_hash(tool, args)),
+            Cow::Owned(_) => b.json(&call_hash(key, tool, args)),
         }
         b.raw(",\"decision\":");
         b.json(if ran { "allowed" } else { "refused" });
@@ -215,60 +217,6 @@ fn digest_json(value: &impl Serialize) -> [u8; 32] {
     w.0.finalize().into()
 }
 
-/// Whether a property schema marks its value as secret: `writeOnly: true`
-/// (JSON Schema's own word for "never echo this back"), `format:
-/// "password"`, or toolgate's `x-secret: true`.
-fn is_secret(prop: &Value) -> bool {
-    prop.get("writeOnly").and_then(Value::as_bool) == Some(true)
-        || prop.get("x-secret").and_then(Value::as_bool) == Some(true)
-        || prop.get("format").and_then(Value::as_str) == Some("password")
-}
-
-/// `args` with every secret argument (at any depth of nested objects)
-/// replaced by `"[redacted]"`.
-pub fn redact_secrets<'a>(schema: &JsonObject, args: &'a Value) -> Cow<'a, Value> {
-    if has_secret(schema, args) {
-        Cow::Owned(redacted(schema, args))
-    } else {
-        Cow::Borrowed(args)
-    }
-}
-
-/// Whether any argument present in `args` is secret by `schema`; most
-/// tools have none, and then nothing is copied.
-fn has_secret(schema: &JsonObject, args: &Value) -> bool {
-    let (Some(props), Value::Object(obj)) =
-        (schema.get("properties").and_then(Value::as_object), args)
-    else {
-        return false;
-    };
-    obj.iter().any(|(k, v)| match props.get(k) {
-        Some(p) if is_secret(p) => true,
-        Some(Value::Object(p)) => has_secret(p, v),
-        _ => false,
-    })
-}
-
-fn redacted(schema: &JsonObject, args: &Value) -> Value {
-    let (Some(props), Value::Object(obj)) =
-        (schema.get("properties").and_then(Value::as_object), args)
-    else {
-        return args.clone();
-    };
-    let out = obj
-        .iter()
-        .map(|(k, v)| {
-            let shown = match props.get(k) {
-                Some(p) if is_secret(p) => Value::String(REDACTED.into()),
-                Some(Value::Object(p)) => redacted(p, v),
-                _ => v.clone(),
-            };
-            (k.clone(), shown)
-        })
-        .collect();
-    Value::Object(out)
-}
-
 /// A call row as read back.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
 pub struct CallRow {
@@ -352,32 +300,8 @@ mod tests {
     use crate::canonical::canonical_json;
     use serde_json::json;
 
-    #[test]
-    fn secrets_are_redacted_at_any_depth() {
-        let schema = match json!({"type": "object", "properties": {
-            "user": {"type": "string"},
-            "token": {"type": "string", "writeOnly": true},
-            "pw": {"type": "string", "format": "password"},
-            "auth": {"type": "object", "properties": {"key": {"type": "string", "x-secret": true}}}
-        }}) {
-            Value::Object(o) => o,
-            _ => unreachable!(),
-        };
-        let args = json!({"user": "u", "token": "t0k", "pw": "hunter2", "auth": {"key": "k3y", "n": 1}, "extra": 2});
-        let r = redact_secrets(&schema, &args).into_owned();
-        assert_eq!(
-            r,
-            json!({"user": "u", "token": REDACTED, "pw": REDACTED, "auth": {"key": REDACTED, "n": 1}, "extra": 2})
-        );
-        let text = r.to_string();
-        for secret in ["t0k", "hunter2", "k3y"] {
-            assert!(!text.contains(secret));
-        }
-        // No secret among the arguments given: nothing is copied.
-        let plain = json!({"user": "u", "auth": {"n": 1}});
-        assert!(matches!(redact_secrets(&schema, &plain), Cow::Borrowed(_)));
-        let nested = json!({"auth": {"key": "k3y"}});
-        assert!(matches!(redact_secrets(&schema, &nested), Cow::Owned(_)));
+    fn key() -> CallKey {
+        CallKey::new([3; 32])
     }
 
     #[test]
@@ -418,7 +342,8 @@ mod tests {
 
     fn body_of(reply: &CallReply, args: &Value, schema: Option<&JsonObject>) -> CallRecord {
         let session = Session::new("s-1", crate::context::Caller::via("test"));
-        let body = CallRecord::journal_body(1_700, &session, "fs_read", args, schema, reply);
+        let body =
+            CallRecord::journal_body(&key(), 1_700, &session, "fs_read", args, schema, reply);
         serde_json::from_slice(&body)
             .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&body)))
     }
@@ -437,7 +362,7 @@ mod tests {
         assert_eq!(rec.session, "s-1");
         assert_eq!(rec.tool, "fs_read");
         assert_eq!(rec.args, canonical_json(&args));
-        assert_eq!(rec.args_hash, call_hash("fs_read", &args));
+        assert_eq!(rec.args_hash, call_hash(&key(), "fs_read", &args));
         assert_eq!(rec.decision, "allowed");
         assert_eq!(rec.outcome, "ok");
         assert_eq!((rec.error_kind, rec.error_message), (None, None));
@@ -478,7 +403,7 @@ mod tests {
         assert_eq!((rec.output_size, rec.output_digest), (0, None));
         assert!(!rec.args.contains("s3cret"), "{}", rec.args);
         // The hash is of the real arguments, so equal calls still match.
-        assert_eq!(rec.args_hash, call_hash("fs_read", &args));
+        assert_eq!(rec.args_hash, call_hash(&key(), "fs_read", &args));
     }
 
     #[test]

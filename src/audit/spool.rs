@@ -17,9 +17,9 @@
 //! One process owns the journal, by an exclusive `flock`; another process
 //! opening the same audit log gets a read-only handle.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufRead, BufReader, IoSlice, Write};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
@@ -64,12 +64,7 @@ impl Spool {
     /// The journal beside `db`; replays nothing itself (see [`Opened`]).
     pub(super) fn open(db: &Path) -> std::io::Result<Opened> {
         let path = journal_path(db);
-        let file = OpenOptions::new()
-            .create(true)
-            .read(true)
-            .append(true)
-            .mode(0o600)
-            .open(&path)?;
+        let file = crate::private_file::open(&path, true)?;
         if flock(&file, FlockOperation::NonBlockingLockExclusive).is_err() {
             return Ok(Opened::Busy);
         }

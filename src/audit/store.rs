@@ -1,6 +1,5 @@
 //! The SQLite store and its single group-committing writer.
 
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -9,6 +8,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 
 use super::record::{CallRecord, CallRow, EventRow};
 use super::writer::Writer;
+use crate::call_key::CallKey;
 use crate::events::Event;
 
 /// Why the audit log failed.
@@ -59,6 +59,7 @@ pub struct AuditLog {
     writer: Writer,
     pool: SqlitePool,
     path: PathBuf,
+    key: CallKey,
 }
 
 impl std::fmt::Debug for AuditLog {
@@ -67,6 +68,28 @@ impl std::fmt::Debug for AuditLog {
             .field("path", &self.path)
             .finish_non_exhaustive()
     }
+}
+
+/// Makes the database file exist `0600` before SQLite opens it, and
+/// narrows files an older version left wider. SQLite creates `-wal` and
+/// `-shm` with the database file's mode, so a private database file keeps
+/// them private with no change to the process umask; existing ones are
+/// narrowed here. None of them may be a link.
+fn private_db_files(db: &Path) -> std::io::Result<()> {
+    let with = |suffix: &str| {
+        let mut p = db.as_os_str().to_owned();
+        p.push(suffix);
+        PathBuf::from(p)
+    };
+    let named = |p: &Path, e: std::io::Error| {
+        std::io::Error::new(e.kind(), format!("{}: {e}", p.display()))
+    };
+    crate::private_file::open(db, false).map_err(|e| named(db, e))?;
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let p = with(suffix);
+        crate::private_file::restrict(&p).map_err(|e| named(&p, e))?;
+    }
+    Ok(())
 }
 
 /// Applies the embedded migrations under an exclusive lock on
@@ -78,12 +101,7 @@ impl std::fmt::Debug for AuditLog {
 async fn migrate(pool: &SqlitePool, db: &Path) -> Result<(), String> {
     let mut lock = db.as_os_str().to_owned();
     lock.push("-migrate.lock");
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .open(&lock)
+    let file = crate::private_file::open(Path::new(&lock), false)
         .map_err(|e| format!("{}: {e}", PathBuf::from(&lock).display()))?;
     // Blocking: the other process holds it only while it migrates.
     let file = tokio::task::spawn_blocking(move || {
@@ -122,16 +140,16 @@ impl AuditLog {
             path: path.to_owned(),
             message: e.to_string(),
         };
-        if let Some(dir) = path
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty() && !d.exists())
-        {
-            // Arguments and outputs are personal data: a new data directory
-            // is private to its owner.
-            std::fs::create_dir_all(dir).map_err(|e| open_err(&e))?;
-            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-                .map_err(|e| open_err(&e))?;
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+        // Arguments and outputs are personal data: the data dir and every
+        // file of the log are private to their owner.
+        if let Some(dir) = dir {
+            crate::private_file::dir(dir)
+                .map_err(|e| open_err(&format!("{}: {e}", dir.display())))?;
         }
+        private_db_files(path).map_err(|e| open_err(&e))?;
+        let key =
+            CallKey::load_or_create(dir.unwrap_or(Path::new("."))).map_err(|e| open_err(&e))?;
         let opts = SqliteConnectOptions::new()
             .filename(path)
             .create_if_missing(true)
@@ -152,6 +170,7 @@ impl AuditLog {
             writer,
             pool,
             path: path.to_owned(),
+            key,
         })
     }
 
@@ -191,6 +210,12 @@ impl AuditLog {
         &self.path
     }
 
+    /// The data dir's argument-hash key (see [`crate::call_key`]), loaded
+    /// once when the log was opened.
+    pub fn call_key(&self) -> &CallKey {
+        &self.key
+    }
+
     /// Records a call; returns once its row is durable (appended to the
     /// call journal beside the database); it is in SQLite a moment later,
     /// and every read through this handle waits for that.
@@ -215,7 +240,7 @@ impl AuditLog {
         schema: Option<&crate::tool::JsonObject>,
         reply: &crate::engine::CallReply,
     ) -> Result<(), AuditError> {
-        let body = CallRecord::journal_body(ts_ms, session, tool, args, schema, reply);
+        let body = CallRecord::journal_body(&self.key, ts_ms, session, tool, args, schema, reply);
         self.writer.call(&body)
     }
 

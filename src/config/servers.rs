@@ -412,6 +412,10 @@ pub struct ServerSpec {
     pub auth: Option<AuthSpec>,
     /// Transport.
     pub transport: TransportSpec,
+    /// The values [`crate::secrets::resolve_spec`] put in place of
+    /// `keyring:` references (empty as configured), so whatever the server
+    /// prints can be scrubbed of them (see [`crate::scrub`]).
+    pub resolved_secrets: Vec<crate::secrets::Secret>,
 }
 
 impl ServerSpec {
@@ -430,6 +434,7 @@ impl ServerSpec {
             unix_sockets: None,
             auth: None,
             transport,
+            resolved_secrets: Vec::new(),
         }
     }
 }
@@ -507,6 +512,7 @@ fn spec_of(s: &RawServer) -> ServerSpec {
         unix_sockets: s.unix_sockets,
         auth: s.auth.clone(),
         transport: s.transport.clone(),
+        resolved_secrets: Vec::new(),
     }
 }
 

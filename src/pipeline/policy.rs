@@ -25,8 +25,6 @@ use futures::future::BoxFuture;
 
 use super::{Call, CallResult, Enter, Next, Stage};
 use crate::approval::{Ask, Assessment, PolicyHandle, Resolution, RuleEffect, risk_str};
-use crate::audit::redact_secrets;
-use crate::canonical::call_hash;
 use crate::error::CallError;
 use crate::events::StageName;
 
@@ -148,12 +146,12 @@ impl Policy {
             });
         };
         note(call, "ask", &a);
-        let hash = call_hash(call.tool_name(), &call.args);
+        let hash = approvals.call_hash(call.tool_name(), &call.args);
         let ask = Ask {
             call_id: call.id,
             tool: call.tool.def.name.as_str(),
             args: &call.args,
-            shown_args: redact_secrets(&call.tool.def.input_schema, &call.args).into_owned(),
+            shown_args: call.tool.schema.redact(&call.args).into_owned(),
             policy_version: version,
             assessment: &a,
             caller: &call.ctx.caller,
@@ -165,7 +163,7 @@ impl Policy {
         })?;
         match resolution {
             Resolution::Approved { by, rule_id } => {
-                self.after_approval(call, &hash, version, by, rule_id)?;
+                self.after_approval(approvals, call, &hash, version, by, rule_id)?;
                 next.run(call).await
             }
             Resolution::Denied { reason } => {
@@ -194,13 +192,14 @@ impl Policy {
     /// are the ones approved, and a policy changed meanwhile does not deny.
     fn after_approval(
         &self,
+        approvals: &Approvals,
         call: &mut Call,
         hash: &str,
         version: u64,
         by: Option<String>,
         rule_id: Option<i64>,
     ) -> Result<(), CallError> {
-        if call_hash(call.tool_name(), &call.args) != hash {
+        if approvals.call_hash(call.tool_name(), &call.args) != hash {
             return Err(CallError::internal(
                 "the arguments changed while waiting for approval; the call was not run",
             ));

@@ -113,18 +113,29 @@ fn cast_type(schema: &JsonObject, value: &mut Value, at: &Ptr<'_>, notes: &mut V
         if types.iter().any(|t| t == "integer")
             && let Some(int) = integral_float(value)
         {
-            replace(value, int, at, notes);
+            replace(schema, value, int, at, notes);
         }
         return;
     }
     if let Some(cast) = types.iter().find_map(|t| cast_to(value, t)) {
-        replace(value, cast, at, notes);
+        replace(schema, value, cast, at, notes);
     }
 }
 
-/// Replaces `value` with `new`, noting the change.
-fn replace(value: &mut Value, new: Value, at: &Ptr<'_>, notes: &mut Vec<CastNote>) {
-    let change = format!("{} → {}", describe(value), describe(&new));
+/// Replaces `value` with `new`, noting the change; the note names only
+/// the types of a value `schema` marks secret (notes are in the audit log).
+fn replace(
+    schema: &JsonObject,
+    value: &mut Value,
+    new: Value,
+    at: &Ptr<'_>,
+    notes: &mut Vec<CastNote>,
+) {
+    let change = if super::secret::marks_secret(schema) {
+        format!("{} → {}", type_name(value), type_name(&new))
+    } else {
+        format!("{} → {}", describe(value), describe(&new))
+    };
     *value = new;
     notes.push(CastNote {
         pointer: at.render(),
@@ -260,7 +271,7 @@ fn cast_enum(schema: &JsonObject, value: &mut Value, at: &Ptr<'_>, notes: &mut V
     });
     if let (Some(only), None) = (matches.next(), matches.next()) {
         let only = only.clone();
-        replace(value, only, at, notes);
+        replace(schema, value, only, at, notes);
     }
 }
 

@@ -483,3 +483,12 @@ proptest! {
         prop_assert_eq!(cast_typed("boolean", Value::from(b.to_string())), Value::from(b));
     }
 }
+
+#[test]
+fn a_cast_of_a_secret_value_notes_only_its_types() {
+    let (out, notes) = cast_x(json!({"type": "string", "writeOnly": true}), json!(987_654));
+    assert_eq!(out, json!("987654"));
+    assert_eq!(notes, ["argument `x`: integer → string"]);
+    let (_, notes) = cast_x(json!({"type": "integer", "x-secret": true}), json!("4321"));
+    assert!(notes.iter().all(|n| !n.contains("4321")), "{notes:?}");
+}

@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{CastNote, cast_args, describe_errors};
+use super::messages::describe_errors_shown;
+use super::{CastNote, cast_args, has_secret_marker, redact_secrets};
 use crate::error::CallError;
 use crate::tool::JsonObject;
 
@@ -43,6 +44,9 @@ pub enum SchemaError {
 pub struct CompiledSchema {
     schema: Arc<JsonObject>,
     validator: jsonschema::Validator,
+    /// Whether any part of the schema marks a value secret; without one
+    /// no call's arguments are walked for redaction.
+    secrets: bool,
 }
 
 impl CompiledSchema {
@@ -95,12 +99,33 @@ impl CompiledSchema {
                     reason: e.to_string(),
                 }
             })?;
-        Ok(Self { schema, validator })
+        let secrets = has_secret_marker(&schema);
+        Ok(Self {
+            schema,
+            validator,
+            secrets,
+        })
     }
 
     /// The schema as compiled (strict mode applied).
     pub fn schema(&self) -> &Arc<JsonObject> {
         &self.schema
+    }
+
+    /// Whether the schema marks any value secret (decided once, here).
+    pub fn has_secrets(&self) -> bool {
+        self.secrets
+    }
+
+    /// `args` as people may see them: secret values replaced (see
+    /// [`redact_secrets`]); borrowed, with no walk, for a tool without
+    /// secrets.
+    pub fn redact<'a>(&self, args: &'a Value) -> std::borrow::Cow<'a, Value> {
+        if self.secrets {
+            redact_secrets(&self.schema, args)
+        } else {
+            std::borrow::Cow::Borrowed(args)
+        }
     }
 
     /// Casts `args` in place, then validates them.
@@ -118,7 +143,12 @@ impl CompiledSchema {
         }
         Err(CallError::InvalidArgs {
             tool: tool.to_owned(),
-            problems: describe_errors(&self.schema, &self.validator, args),
+            problems: describe_errors_shown(
+                &self.schema,
+                &self.validator,
+                args,
+                &self.redact(args),
+            ),
         })
     }
 }

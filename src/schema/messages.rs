@@ -27,14 +27,36 @@ pub fn describe_errors(
     validator: &Validator,
     args: &Value,
 ) -> Vec<ArgProblem> {
+    describe_errors_shown(
+        schema,
+        validator,
+        args,
+        &super::redact_secrets(schema, args),
+    )
+}
+
+/// [`describe_errors`] given `shown`, the arguments as people may see them
+/// (secrets redacted): a message never quotes a value `shown` hides, since
+/// it lands in the audit log and on the console.
+pub(crate) fn describe_errors_shown(
+    schema: &JsonObject,
+    validator: &Validator,
+    args: &Value,
+    shown: &Value,
+) -> Vec<ArgProblem> {
     validator
         .iter_errors(args)
-        .flat_map(|e| describe(schema, args, &e))
+        .flat_map(|e| describe(schema, args, shown, &e))
         .collect()
 }
 
 /// The problems one validator error stands for.
-fn describe(schema: &JsonObject, args: &Value, e: &ValidationError<'_>) -> Vec<ArgProblem> {
+fn describe(
+    schema: &JsonObject,
+    args: &Value,
+    shown: &Value,
+    e: &ValidationError<'_>,
+) -> Vec<ArgProblem> {
     let pointer = e.instance_path().as_str().to_owned();
     let problem = |message: String| ArgProblem {
         pointer: pointer.clone(),
@@ -59,10 +81,21 @@ fn describe(schema: &JsonObject, args: &Value, e: &ValidationError<'_>) -> Vec<A
             Some(object) => unknown(object.keys().map(String::as_str).collect()),
             None => vec![problem("is not allowed here".to_owned())],
         },
+        kind if hides(args, shown, &pointer) => vec![problem(
+            message(kind, e.instance(), super::REDACTED.to_owned()).unwrap_or_else(|| {
+                let keyword = e.schema_path().as_str().rsplit('/').next().unwrap_or("");
+                format!("does not satisfy `{keyword}` (value redacted)")
+            }),
+        )],
         kind => vec![problem(
-            message(kind, e.instance()).unwrap_or_else(|| e.to_string()),
+            message(kind, e.instance(), show(e.instance())).unwrap_or_else(|| e.to_string()),
         )],
     }
+}
+
+/// Whether the value at `pointer` holds something `shown` redacts.
+fn hides(args: &Value, shown: &Value, pointer: &str) -> bool {
+    !std::ptr::eq(args, shown) && args.pointer(pointer) != shown.pointer(pointer)
 }
 
 /// For `additionalProperties: false` on an object schema without
@@ -79,9 +112,9 @@ fn closed_object<'a>(args: &'a Value, e: &ValidationError<'_>) -> Option<&'a Jso
     (at != &**e.instance()).then(|| at.as_object()).flatten()
 }
 
-/// Our message for `kind`, or `None` to use the crate's.
-fn message(kind: &ValidationErrorKind, got: &Value) -> Option<String> {
-    let shown = show(got);
+/// Our message for `kind` about `got`, quoted as `shown`; `None` to use
+/// the crate's.
+fn message(kind: &ValidationErrorKind, got: &Value, shown: String) -> Option<String> {
     Some(match kind {
         ValidationErrorKind::Type { kind } => format!("expected {}, got {shown}", types(kind)),
         ValidationErrorKind::Required { property } => {

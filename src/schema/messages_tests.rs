@@ -242,3 +242,30 @@ fn every_key_of_a_closed_object_without_properties_is_unknown() {
         ]
     );
 }
+
+#[test]
+fn messages_never_quote_a_secret_value() {
+    let secret = json!({"type": "string", "writeOnly": true, "pattern": "^sk-", "maxLength": 8});
+    for found in [
+        about_x(secret.clone(), json!("hunter2-long")),
+        about_x(secret.clone(), json!(123_456)),
+        about_x(
+            json!({"anyOf": [{"type": "string", "format": "password", "enum": ["a"]}, {"type": "null"}]}),
+            json!("hunter2-long"),
+        ),
+    ] {
+        assert!(!found.is_empty());
+        for m in &found {
+            assert!(!m.contains("hunter2") && !m.contains("123456"), "{m}");
+        }
+    }
+    // The limits are still told; only the value is hidden.
+    let found = about_x(secret, json!("hunter2-long"));
+    assert!(
+        found
+            .iter()
+            .any(|m| m.contains("at most 8 characters long; got 12")),
+        "{found:?}"
+    );
+    assert!(found.iter().any(|m| m.contains("[redacted]")), "{found:?}");
+}

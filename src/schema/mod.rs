@@ -10,7 +10,9 @@ mod cast;
 mod compile;
 mod messages;
 pub(crate) mod pointer;
+mod secret;
 
 pub use cast::{CastNote, cast_args};
 pub use compile::{CompiledSchema, SchemaError};
 pub use messages::describe_errors;
+pub use secret::{REDACTED, has_secret_marker, redact_secrets};

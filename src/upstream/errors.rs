@@ -72,6 +72,10 @@ pub enum UpstreamError {
     /// The connection could not be made.
     #[error("cannot connect: {0}")]
     Connect(String),
+    /// The server redirected the connection somewhere toolgate does not
+    /// follow (another origin; see `transport::redirect`).
+    #[error("cannot connect: {0}")]
+    Redirect(#[from] super::transport::RedirectRefused),
     /// The server answered the connection with an HTTP error status.
     #[error("server answered HTTP {status}")]
     Status {

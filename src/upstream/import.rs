@@ -36,6 +36,8 @@ pub(crate) struct ImportCtx<'a> {
     pub(crate) spec: &'a ServerSpec,
     pub(crate) server: &'a Arc<str>,
     pub(crate) peer: &'a PeerSlot,
+    /// Hides the server's secret values in its tools' error messages.
+    pub(crate) scrub: &'a crate::scrub::Scrubber,
 }
 
 /// The result of one import.
@@ -160,6 +162,7 @@ async fn admit(cx: &ImportCtx<'_>, out: &mut ImportOutcome, t: McpTool) -> Optio
         remote: t.name,
         name: Arc::from(name.as_str()),
         peer: cx.peer.clone(),
+        scrub: cx.scrub.clone(),
     });
     Some(Wanted {
         def,

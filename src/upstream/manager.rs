@@ -25,7 +25,7 @@ use super::supervisor::{Control, StatusBoard, Supervisor};
 use super::transport::kill_group;
 use crate::config::servers::ServerSpec;
 use crate::engine::Engine;
-use crate::secrets::{SecretProblem, SecretStore, referenced_names, resolve_servers};
+use crate::secrets::{SecretProblem, SecretStore, referenced_names, resolve_servers, scrubber_for};
 
 /// Supervision tunables.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -278,7 +278,8 @@ impl Upstreams {
         let spec = r.spec.clone();
         let restarts = self.inner.board.get(&name).map_or(0, |s| s.restarts);
         self.stop(&name, r, self.inner.opts.stop_grace * 3).await;
-        let log = log.unwrap_or_else(|| StderrLog::new(self.inner.opts.stderr_lines));
+        let log = log
+            .unwrap_or_else(|| StderrLog::new(self.inner.opts.stderr_lines, scrubber_for(&spec)));
         running.insert(name.clone(), self.start_with(name.clone(), spec, log));
         self.inner
             .board
@@ -306,7 +307,7 @@ impl Upstreams {
     }
 
     fn start(&self, name: Arc<str>, spec: ServerSpec) -> Running {
-        let stderr = StderrLog::new(self.inner.opts.stderr_lines);
+        let stderr = StderrLog::new(self.inner.opts.stderr_lines, scrubber_for(&spec));
         self.start_with(name, spec, stderr)
     }
 

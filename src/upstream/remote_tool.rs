@@ -13,7 +13,7 @@ use std::sync::Arc;
 use arc_swap::ArcSwapOption;
 use futures::future::BoxFuture;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceContents};
-use rmcp::service::{Peer, RoleClient};
+use rmcp::service::{Peer, RoleClient, ServiceError};
 use serde_json::Value;
 
 use super::errors::map_service_error;
@@ -34,6 +34,9 @@ pub(crate) struct RemoteTool {
     pub(crate) name: Arc<str>,
     /// The server's connection.
     pub(crate) peer: PeerSlot,
+    /// Hides the server's secret values in the errors it sends back: they
+    /// reach the agent, the audit log and the console.
+    pub(crate) scrub: crate::scrub::Scrubber,
 }
 
 impl Tool for RemoteTool {
@@ -54,9 +57,27 @@ impl Tool for RemoteTool {
             }
             match peer.call_tool(params).await {
                 Ok(r) => Ok(convert(r)),
-                Err(e) => Err(map_service_error(&self.name, e)),
+                Err(e) => Err(map_service_error(&self.name, self.scrubbed(e))),
             }
         })
+    }
+}
+
+impl RemoteTool {
+    /// A server's JSON-RPC error with its message and data scrubbed; other
+    /// failures are toolgate's own words about the transport.
+    fn scrubbed(&self, e: ServiceError) -> ServiceError {
+        match e {
+            ServiceError::McpError(mut data) if !self.scrub.is_empty() => {
+                data.message = self.scrub.scrub_owned(data.message.into_owned()).into();
+                if let Some(d) = data.data.take() {
+                    let text = self.scrub.scrub_owned(d.to_string());
+                    data.data = Some(serde_json::from_str(&text).unwrap_or(Value::String(text)));
+                }
+                ServiceError::McpError(data)
+            }
+            other => other,
+        }
     }
 }
 

@@ -1,11 +1,15 @@
 //! A bounded ring of a child's stderr lines, for `toolgate servers` and the
 //! UI. Bounded in lines and in bytes per line so a chatty or hostile server
-//! cannot grow toolgate's memory; the oldest lines go first.
+//! cannot grow toolgate's memory; the oldest lines go first. Lines are
+//! scrubbed of the server's secret values before they are kept (see
+//! [`crate::scrub`]), so nothing that reads the ring can show them.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+
+use crate::scrub::Scrubber;
 
 /// Longest line kept, in bytes; the rest is cut with a marker.
 const MAX_LINE: usize = 4096;
@@ -15,6 +19,7 @@ const MAX_LINE: usize = 4096;
 pub(crate) struct StderrLog {
     lines: Arc<Mutex<Ring>>,
     cap: usize,
+    scrub: Scrubber,
 }
 
 /// The kept lines and the number of the oldest: lines are numbered from 1
@@ -39,15 +44,21 @@ pub struct StderrTail {
 }
 
 impl StderrLog {
-    /// A ring keeping the last `cap` lines.
-    pub(crate) fn new(cap: usize) -> Self {
+    /// A ring keeping the last `cap` lines, each scrubbed by `scrub`.
+    pub(crate) fn new(cap: usize, scrub: Scrubber) -> Self {
         Self {
             lines: Arc::new(Mutex::new(Ring {
                 lines: VecDeque::with_capacity(cap.min(64)),
                 first: 1,
             })),
             cap: cap.max(1),
+            scrub,
         }
+    }
+
+    /// What hides the server's secrets: also for its status and errors.
+    pub(crate) fn scrubber(&self) -> &Scrubber {
+        &self.scrub
     }
 
     /// The kept lines numbered above `after`, oldest first.
@@ -69,8 +80,10 @@ impl StderrLog {
         }
     }
 
-    /// Adds a line, dropping the oldest when full.
-    pub(crate) fn push(&self, mut line: String) {
+    /// Adds a line, scrubbed, dropping the oldest when full. Scrubbed
+    /// before it is cut, so a cut cannot leave half a secret.
+    pub(crate) fn push(&self, line: String) {
+        let mut line = self.scrub.scrub_owned(line);
         if line.len() > MAX_LINE {
             let mut cut = MAX_LINE;
             while !line.is_char_boundary(cut) {
@@ -123,7 +136,7 @@ mod tests {
 
     #[test]
     fn keeps_the_last_lines_and_cuts_long_ones() {
-        let log = StderrLog::new(2);
+        let log = StderrLog::new(2, Scrubber::default());
         for l in ["a", "b", "c"] {
             log.push(l.to_owned());
         }
@@ -139,7 +152,7 @@ mod tests {
 
     #[test]
     fn lines_are_numbered_and_read_after_a_number() {
-        let log = StderrLog::new(3);
+        let log = StderrLog::new(3, Scrubber::default());
         for l in ["a", "b", "c", "d", "e"] {
             log.push(l.to_owned());
         }
@@ -160,8 +173,20 @@ mod tests {
 
     #[tokio::test]
     async fn pumps_lines_from_a_reader() {
-        let log = StderrLog::new(10);
+        let log = StderrLog::new(10, Scrubber::default());
         log.clone().pump(&b"one\ntwo\r\n\xffthree"[..]).await;
         assert_eq!(log.lines(), ["one", "two", "\u{FFFD}three"]);
+    }
+
+    #[tokio::test]
+    async fn secret_values_never_enter_the_ring_even_in_a_cut_line() {
+        let secret = "sk-0123456789abcdef";
+        let log = StderrLog::new(10, Scrubber::new([secret]));
+        let long = format!("{}{secret} tail", "x".repeat(MAX_LINE - 5));
+        let input = format!("key={secret}\n{long}\n");
+        log.clone().pump(input.as_bytes()).await;
+        let lines = log.lines();
+        assert_eq!(lines[0], "key=[redacted]");
+        assert!(lines.iter().all(|l| !l.contains("sk-0123")), "{lines:?}");
     }
 }

@@ -142,6 +142,24 @@ impl ClientHandler for Watcher {
 }
 
 impl Supervisor {
+    /// Changes this server's status; its error text is scrubbed of the
+    /// server's secret values first (see [`crate::scrub`]), so the
+    /// console, `toolgate servers` and the event table never show them.
+    fn update(&self, f: impl FnOnce(&mut ServerStatus)) {
+        let scrub = self.stderr.scrubber();
+        self.board.update(&self.server, |s| {
+            f(s);
+            if let Some(e) = s.last_error.take() {
+                s.last_error = Some(scrub.scrub_owned(e));
+            }
+        });
+    }
+
+    /// `text` scrubbed of the server's secret values, for log lines.
+    fn shown<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+        self.stderr.scrubber().scrub(text)
+    }
+
     /// Runs until told to stop; then the server's tools are gone from the
     /// registry and its processes are ended.
     pub(crate) async fn run(self, mut ctl: mpsc::UnboundedReceiver<Control>) {
@@ -175,7 +193,7 @@ impl Supervisor {
             if started.elapsed() >= self.opts.stable_after {
                 attempt = 0;
             }
-            self.board.update(&self.server, |s| {
+            self.update(|s| {
                 if s.state != ServerState::Failed {
                     s.state = ServerState::Restarting;
                 }
@@ -187,7 +205,7 @@ impl Supervisor {
             if stop_requested(&mut ctl, delay).await {
                 break;
             }
-            self.board.update(&self.server, |s| s.restarts += 1);
+            self.update(|s| s.restarts += 1);
         }
         self.retire(&imported);
     }
@@ -211,7 +229,7 @@ impl Supervisor {
             self.end(pid, waiting.as_mut()).await;
             return Exit::Closed(e.to_string());
         }
-        self.board.update(&self.server, |s| {
+        self.update(|s| {
             s.state = ServerState::Ready;
             s.pid = pid;
         });
@@ -260,9 +278,9 @@ impl Supervisor {
 
     async fn refresh_logged(&self, peer: &Peer<RoleClient>, imported: &mut Imported) {
         if let Err(e) = self.refresh(peer, imported).await {
-            tracing::warn!(server = %self.server, "refreshing tools failed: {e}");
-            self.board
-                .update(&self.server, |s| s.last_error = Some(e.to_string()));
+            let e = e.to_string();
+            tracing::warn!(server = %self.server, "refreshing tools failed: {}", self.shown(&e));
+            self.update(|s| s.last_error = Some(e));
         }
     }
 
@@ -282,13 +300,14 @@ impl Supervisor {
             spec: &self.spec,
             server: &self.server,
             peer: &self.peer,
+            scrub: self.stderr.scrubber(),
         };
         let out = import(&cx, imported, tools).await;
         for e in &out.errors {
-            tracing::warn!(server = %self.server, "{e}");
+            tracing::warn!(server = %self.server, "{}", self.shown(e));
         }
         let count = imported.len();
-        self.board.update(&self.server, |s| {
+        self.update(|s| {
             s.tools = count;
             s.quarantined = out.quarantined;
             if let Some(e) = out.errors.last() {
@@ -299,10 +318,11 @@ impl Supervisor {
     }
 
     fn failed(&self, e: &UpstreamError) {
-        tracing::warn!(server = %self.server, "cannot connect: {e}");
-        self.board.update(&self.server, |s| {
+        let e = e.to_string();
+        tracing::warn!(server = %self.server, "cannot connect: {}", self.shown(&e));
+        self.update(|s| {
             s.state = ServerState::Failed;
-            s.last_error = Some(e.to_string());
+            s.last_error = Some(e);
         });
     }
 
@@ -328,7 +348,7 @@ impl Supervisor {
         for name in imported.keys() {
             self.engine.settings().clear_tool(name.as_str());
         }
-        self.board.update(&self.server, |s| {
+        self.update(|s| {
             s.state = ServerState::Stopped;
             s.tools = 0;
             s.pid = None;

@@ -67,6 +67,12 @@ impl TestDaemon {
         .await
     }
 
+    /// A daemon in `dir`, the directory of a stopped one (see
+    /// [`Self::stop`]): the same data dir, started afresh.
+    pub(crate) async fn start_again(dir: TempDir, toml: &str) -> Self {
+        Self::start_in(dir, toml, ServerOptions::default(), false, |_, _| {}).await
+    }
+
     /// The watched config file (see [`Self::start_watched`]).
     pub(crate) fn config_path(&self) -> PathBuf {
         self.dir.path().join("config.toml")
@@ -149,6 +155,11 @@ impl TestDaemon {
 
     pub(crate) fn db(&self) -> PathBuf {
         self.dir.path().join("data/audit.db")
+    }
+
+    /// The data dir.
+    pub(crate) fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
     }
 
     pub(crate) async fn raw(&self) -> Raw {

@@ -8,6 +8,7 @@
 //! [`TransportSpec`]: crate::config::servers::TransportSpec
 
 mod headers;
+mod redirect;
 mod sse;
 mod stdio;
 mod streamable_http;
@@ -23,6 +24,7 @@ use super::stderr::StderrLog;
 use crate::barrier::{Barrier, Spawn};
 use crate::config::servers::{ServerSpec, TransportSpec};
 
+pub use redirect::RedirectRefused;
 pub use sse::SseClientTransport;
 pub use ws::ws_transport;
 

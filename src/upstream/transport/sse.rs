@@ -10,7 +10,8 @@
 //!
 //! The endpoint must have the same origin as the SSE URL (the spec's rule):
 //! otherwise a server could make toolgate POST — with the configured
-//! credentials — anywhere it likes. A non-2xx POST fails with rmcp's typed
+//! credentials — anywhere it likes. For the same reason no request follows
+//! a redirect to another origin (`redirect`). A non-2xx POST fails with rmcp's typed
 //! [`HttpStatusError`], so 429 and 5xx map exactly as for streamable HTTP.
 
 use std::pin::Pin;
@@ -25,7 +26,7 @@ use rmcp::transport::streamable_http_client::HttpStatusError;
 use sse_stream::{Sse, SseStream};
 use url::Url;
 
-use super::Connection;
+use super::{Connection, redirect};
 use crate::upstream::errors::UpstreamError;
 
 type Events = Pin<Box<dyn Stream<Item = Result<Sse, sse_stream::Error>> + Send>>;
@@ -64,14 +65,20 @@ impl SseClientTransport {
             url: url.to_owned(),
             message: e.to_string(),
         })?;
-        let client = reqwest::Client::new();
+        let client = reqwest::Client::builder()
+            .redirect(redirect::policy())
+            .build()
+            .map_err(|e| UpstreamError::Connect(redirect::with_sources(&e)))?;
         let resp = client
             .get(base.clone())
             .headers(headers.clone())
             .header(ACCEPT, "text/event-stream")
             .send()
             .await
-            .map_err(|e| UpstreamError::Connect(e.to_string()))?;
+            .map_err(|e| match redirect::refused(&e) {
+                Some(r) => UpstreamError::Redirect(r),
+                None => UpstreamError::Connect(redirect::with_sources(&e)),
+            })?;
         if !resp.status().is_success() {
             return Err(UpstreamError::Status {
                 status: resp.status().as_u16(),

@@ -55,6 +55,23 @@ where
     (Box::pin(sink), Box::pin(stream))
 }
 
+/// A redirect answer to the upgrade request that leads to another origin,
+/// named as such (tungstenite follows no redirect; a same-origin one is
+/// reported as its status).
+fn refused_redirect<B>(
+    url: &str,
+    r: &tokio_tungstenite::tungstenite::http::Response<B>,
+) -> Option<super::RedirectRefused> {
+    if !r.status().is_redirection() {
+        return None;
+    }
+    let from = url::Url::parse(url).ok()?;
+    let to = from
+        .join(r.headers().get("location")?.to_str().ok()?)
+        .ok()?;
+    super::redirect::check(std::slice::from_ref(&from), &to).err()
+}
+
 pub(super) async fn connect<H: ClientHandler>(
     handler: H,
     url: &str,
@@ -70,9 +87,12 @@ pub(super) async fn connect<H: ClientHandler>(
     let (ws, _) = tokio_tungstenite::connect_async(req)
         .await
         .map_err(|e| match e {
-            WsError::Http(r) => UpstreamError::Status {
-                status: r.status().as_u16(),
-            },
+            WsError::Http(r) => refused_redirect(url, &r).map_or(
+                UpstreamError::Status {
+                    status: r.status().as_u16(),
+                },
+                UpstreamError::Redirect,
+            ),
             other => UpstreamError::Connect(other.to_string()),
         })?;
     let service = handler

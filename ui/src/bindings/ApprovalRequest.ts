@@ -25,7 +25,7 @@ tool: string,
  */
 args: JsonValue, 
 /**
- * `call_hash(tool, args)` of the unredacted arguments: the binding.
+ * `call_hash(key, tool, args)` of the unredacted arguments: the binding.
  */
 args_hash: string, 
 /**

@@ -15,7 +15,7 @@ tool: string,
  */
 args?: Array<ArgClause>, 
 /**
- * Exact arguments: `call_hash(tool, args)`.
+ * Exact arguments: `call_hash(key, tool, args)`, keyed per data dir.
  */
 args_hash?: string | null, 
 /**
