@@ -10,8 +10,6 @@
 //! the engine stops, and compared through digests so the comparison's
 //! time says nothing about the secret.
 
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use rand::RngCore;
@@ -62,24 +60,13 @@ impl Credential {
     }
 
     /// Writes it to `data_dir`'s file, `0600`, replacing any file there
-    /// (never following a symlink: the old entry is removed first and the
-    /// new one created exclusively).
+    /// whole (a link planted at the path is replaced, never followed).
     ///
     /// # Errors
     /// The file cannot be written.
     pub fn write(&self, data_dir: &Path) -> std::io::Result<PathBuf> {
         let path = file_in(data_dir);
-        match std::fs::remove_file(&path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&path)?;
-        f.write_all(self.0.as_bytes())?;
+        crate::private_file::write(&path, self.0.as_bytes())?;
         Ok(path)
     }
 
