@@ -91,6 +91,13 @@ const SHELL_DANGER: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// Files that name code a person's own programs run later — git's config
+/// (`core.fsmonitor`, `core.pager`, aliases, hooks' paths), a shell's
+/// aliases, a directory on `PATH`, session autostart: writing one is
+/// critical, because what it plants runs outside toolgate, as the person,
+/// the next time they use git or a shell. Reading them is ordinary.
+const RUN_LATER_PATHS: &str = "{**/.git/config,**/.gitconfig,**/.config/git/**,**/.gitmodules,**/.bash_aliases,**/.local/bin/**,**/.config/autostart/**,**/.config/systemd/**}";
+
 /// Credential and shell-startup files: writing one is critical, reading one
 /// is high (it is how secrets leave the machine).
 const SECRET_PATHS: &str = "{**/.ssh/**,**/.gnupg/**,**/.aws/**,**/.config/gcloud/**,**/.kube/config,**/.env,**/.env.*,**/.netrc,**/.git-credentials,**/.git/hooks/**,**/.bashrc,**/.zshrc,**/.profile,**/.bash_profile,**/*.pem,**/id_rsa*,**/id_ed25519*}";
@@ -142,6 +149,17 @@ pub fn default_rules(project_dirs: &[PathBuf]) -> Vec<Rule> {
         false,
         Effect::Risk(Risk::Critical),
         "writes a credential or shell start-up file",
+        base.clone(),
+    ));
+    rules.extend(rule(
+        "default:write-run-later",
+        WRITE_TOOLS,
+        "/path",
+        PatternKind::Path,
+        RUN_LATER_PATHS,
+        false,
+        Effect::Risk(Risk::Critical),
+        "writes configuration whose commands run later, as you, when you use git or a shell",
         base.clone(),
     ));
     rules.extend(rule(

@@ -562,6 +562,31 @@ fn invalid_policy_config_reports_every_problem_with_its_path() {
     assert!(e.to_string().contains("yolo"), "{e}");
 }
 
+/// A write that plants code a person's git or shell runs later is
+/// critical, so even `autonomous` asks; reading the same file is not.
+#[test]
+fn writing_configuration_that_runs_later_is_critical_and_reading_it_is_not() {
+    let c = with_preset(Preset::Autonomous);
+    for path in [
+        "/home/u/proj/.git/config",
+        "/home/u/.gitconfig",
+        "/home/u/.local/bin/git",
+    ] {
+        let write = verdict(
+            &c,
+            &tool("fs_write", Risk::Medium),
+            json!({"path": path, "content": "x"}),
+        );
+        assert_eq!(write, Verdict::Ask, "{path}");
+    }
+    let read = verdict(
+        &c,
+        &tool("fs_read", Risk::Low),
+        json!({"path": "/home/u/proj/.git/config"}),
+    );
+    assert_eq!(read, Verdict::Allow);
+}
+
 #[test]
 fn every_built_in_pattern_compiles() {
     assert_eq!(
@@ -569,9 +594,10 @@ fn every_built_in_pattern_compiles() {
         crate::approval::RISK_TABLE.len()
     );
     let rules = crate::approval::default_rules(&[PathBuf::from("/p")]);
-    // 5 shell dangers + simple shell + outside project + 2 secret-file rules.
-    assert_eq!(rules.len(), 9);
-    assert_eq!(crate::approval::default_rules(&[]).len(), 8);
+    // 5 shell dangers + simple shell + outside project + 2 secret-file
+    // rules + the run-later rule.
+    assert_eq!(rules.len(), 10);
+    assert_eq!(crate::approval::default_rules(&[]).len(), 9);
 }
 
 #[test]

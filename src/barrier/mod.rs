@@ -24,6 +24,7 @@
 //! chooses to run them unconfined. docs/self-protection.md has the whole
 //! account, with what it costs and what stays out of reach.
 
+mod caps;
 pub mod credential;
 mod landlock;
 mod leash;

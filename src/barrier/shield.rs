@@ -24,9 +24,10 @@ pub enum Reach {
 
 /// Files a person's own programs run later, outside toolgate: a governed
 /// process that changed them would act as the person the next time a
-/// terminal opens or the session starts. Read-only by default; `[barrier]
+/// terminal opens, git runs, an ssh connection starts, a command is looked
+/// up on `PATH` or the session starts. Read-only by default; `[barrier]
 /// read_only` replaces the list.
-pub const DEFAULT_READ_ONLY: [&str; 14] = [
+pub const DEFAULT_READ_ONLY: [&str; 20] = [
     "~/.bashrc",
     "~/.bash_profile",
     "~/.bash_login",
@@ -41,6 +42,12 @@ pub const DEFAULT_READ_ONLY: [&str; 14] = [
     "~/.config/systemd",
     "~/.config/environment.d",
     "~/.pam_environment",
+    "~/.bash_aliases",
+    "~/.gitconfig",
+    "~/.config/git",
+    "~/.ssh",
+    "~/.local/bin",
+    "~/bin",
 ];
 
 /// The places a governed process may not change, each with its reach.

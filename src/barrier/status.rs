@@ -53,6 +53,9 @@ pub struct Probe {
     pub seccomp: Option<bool>,
     /// Why it could not be, if it could not.
     pub seccomp_error: Option<String>,
+    /// Why the capabilities could not be dropped, if they could not.
+    #[serde(default)]
+    pub capabilities_error: Option<String>,
     /// Hidden places the probe could still open (must be empty).
     pub reachable: Vec<String>,
 }
@@ -85,6 +88,11 @@ impl BarrierStatus {
                 "Landlock ABI {abi} does not scope signals (Linux 6.12 brings {SCOPES_ABI}): a governed process can signal toolgate itself"
             )),
             Some(_) => {}
+        }
+        if let Some(e) = &probe.capabilities_error {
+            off.push(format!(
+                "capabilities could not be dropped ({e}): a governed process of root could reach past Landlock"
+            ));
         }
         if !probe.reachable.is_empty() {
             off.push(format!(

@@ -39,7 +39,7 @@ use serde::{Deserialize, Serialize};
 
 use super::shield::Shield;
 use super::status::{BarrierStatus, Probe};
-use super::{landlock, procfs, rules, seccomp};
+use super::{caps, landlock, procfs, rules, seccomp};
 
 /// The first argument that makes a toolgate binary a warden.
 pub const ARG: &str = "__toolgate-warden";
@@ -146,6 +146,7 @@ fn confine(plan: &Plan) -> Probe {
         probe.seccomp = Some(applied.is_ok());
         probe.seccomp_error = applied.err().map(|e| e.to_string());
     }
+    probe.capabilities_error = caps::drop_all().err().map(|e| e.to_string());
     probe.reachable = plan
         .shield
         .hidden()
