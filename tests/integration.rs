@@ -2,6 +2,7 @@
 //! (real files, real sockets, real child processes), no mocks.
 
 mod approval;
+mod barrier_attacks;
 mod bridge;
 mod common;
 mod config_reload;
