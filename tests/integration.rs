@@ -3,6 +3,7 @@
 
 mod approval;
 mod barrier;
+mod barrier_attacks;
 mod bridge;
 mod common;
 mod config_reload;

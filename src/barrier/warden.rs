@@ -224,10 +224,7 @@ fn supervise(main: Pid, grace: Duration) -> Option<WaitStatus> {
             return Some(status);
         }
         let wait = match broke {
-            Some(at) => match grace.checked_sub(at.elapsed()) {
-                Some(left) => left,
-                None => return None,
-            },
+            Some(at) => grace.checked_sub(at.elapsed())?,
             None => Duration::from_secs(1),
         };
         let mut fds = Vec::with_capacity(2);

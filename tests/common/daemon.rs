@@ -41,7 +41,14 @@ impl TestDaemon {
     }
 
     pub(crate) async fn start_with(toml: &str, limits: ServerOptions) -> Self {
-        Self::start_in(tempfile::tempdir().unwrap(), toml, limits, false, |_, _| {}).await
+        Self::start_in(
+            tempfile::tempdir().unwrap(),
+            toml,
+            limits,
+            Daemonize::confined(),
+            |_, _| {},
+        )
+        .await
     }
 
     /// Like [`Self::start_with`], with a chance to change the config (its
@@ -51,7 +58,36 @@ impl TestDaemon {
         limits: ServerOptions,
         adjust: impl FnOnce(&mut Config, &std::path::Path),
     ) -> Self {
-        Self::start_in(tempfile::tempdir().unwrap(), toml, limits, false, adjust).await
+        Self::start_in(
+            tempfile::tempdir().unwrap(),
+            toml,
+            limits,
+            Daemonize::confined(),
+            adjust,
+        )
+        .await
+    }
+
+    /// Like [`Self::start_adjusted`], with no warden: governed processes
+    /// run unconfined when `toml` says `[barrier] when_unavailable = "run"`
+    /// (and are refused otherwise). The control variant of an attack test:
+    /// the same attack with the barrier off, to show what it would do.
+    pub(crate) async fn start_unconfined(
+        toml: &str,
+        adjust: impl FnOnce(&mut Config, &std::path::Path),
+    ) -> Self {
+        let how = Daemonize {
+            watched: false,
+            warden: None,
+        };
+        Self::start_in(
+            tempfile::tempdir().unwrap(),
+            toml,
+            ServerOptions::default(),
+            how,
+            adjust,
+        )
+        .await
     }
 
     /// A daemon whose config is the file `config.toml` in its directory,
@@ -61,7 +97,10 @@ impl TestDaemon {
             tempfile::tempdir().unwrap(),
             toml,
             ServerOptions::default(),
-            true,
+            Daemonize {
+                watched: true,
+                ..Daemonize::confined()
+            },
             |_, _| {},
         )
         .await
@@ -70,7 +109,14 @@ impl TestDaemon {
     /// A daemon in `dir`, the directory of a stopped one (see
     /// [`Self::stop`]): the same data dir, started afresh.
     pub(crate) async fn start_again(dir: TempDir, toml: &str) -> Self {
-        Self::start_in(dir, toml, ServerOptions::default(), false, |_, _| {}).await
+        Self::start_in(
+            dir,
+            toml,
+            ServerOptions::default(),
+            Daemonize::confined(),
+            |_, _| {},
+        )
+        .await
     }
 
     /// The watched config file (see [`Self::start_watched`]).
@@ -82,9 +128,10 @@ impl TestDaemon {
         dir: TempDir,
         toml: &str,
         limits: ServerOptions,
-        watched: bool,
+        how: Daemonize,
         adjust: impl FnOnce(&mut Config, &std::path::Path),
     ) -> Self {
+        let Daemonize { watched, warden } = how;
         let root = dir.path().join("root");
         std::fs::create_dir_all(&root).unwrap();
         let file = dir.path().join("config.toml");
@@ -102,7 +149,7 @@ impl TestDaemon {
             retention: Duration::from_secs(86_400),
             http_port: Some(0),
             mode: toolgate::control::EngineMode::Serve,
-            warden: Some(crate::common::warden()),
+            warden,
             // The test binary hosts the engine and is a client too, so only
             // the real CLI is a bridge.
             bridges: BridgeExes::none().with(env!("CARGO_BIN_EXE_toolgate")),
@@ -179,6 +226,24 @@ impl TestDaemon {
             .expect("daemon stops")
             .unwrap();
         self.dir
+    }
+}
+
+/// How [`TestDaemon::start_in`] runs the daemon.
+struct Daemonize {
+    /// Its config is `config.toml`, watched.
+    watched: bool,
+    /// The warden that confines governed processes (`None`: none).
+    warden: Option<PathBuf>,
+}
+
+impl Daemonize {
+    /// Not watched, confined by the real warden.
+    fn confined() -> Self {
+        Self {
+            watched: false,
+            warden: Some(crate::common::warden()),
+        }
     }
 }
 

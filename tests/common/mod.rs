@@ -113,6 +113,7 @@ pub(crate) fn types(events: &[Value]) -> Vec<String> {
 
 pub(crate) mod daemon;
 pub(crate) mod python;
+pub(crate) mod roles;
 
 /// An HTTP client for the console's tests: follows no redirects (the
 /// login's 303 is checked) and keeps no cookies (each test sends the ones
