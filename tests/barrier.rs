@@ -17,7 +17,7 @@ use toolgate::mcp::ServerOptions;
 
 use crate::common::daemon::{Raw, TestDaemon};
 use crate::common::python::python_str;
-use crate::common::{drain, types, warden};
+use crate::common::{all_gone, drain, types, warden};
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -42,27 +42,6 @@ fn warden_sh(plan: &str, dir: &Path, script: &str) -> Command {
         .current_dir(dir)
         .kill_on_drop(true);
     c
-}
-
-/// Whether `pid` runs (a zombie does not count).
-fn running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rsplit_once(") ")
-            .and_then(|(_, rest)| rest.chars().next())
-            .is_some_and(|state| !matches!(state, 'Z' | 'X'))
-    })
-}
-
-/// Waits until no pid in `pids` runs.
-async fn gone(pids: &[u32]) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if pids.iter().all(|p| !running(*p)) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    false
 }
 
 /// The pid a program wrote to `file`, once it has.
@@ -171,7 +150,7 @@ async fn a_daemon_that_left_the_programs_session_dies_when_the_program_exits() {
     assert!(status.success(), "{status:?}");
     let pid = pid_in(&dir.path().join("daemon.pid")).await;
     assert!(
-        gone(&[pid]).await,
+        all_gone(&[pid]).await,
         "the setsid daemon {pid} outlived its program"
     );
 }
@@ -196,7 +175,7 @@ async fn closing_the_lifeline_ends_the_program_and_everything_it_started() {
         .expect("the warden exits once its lifeline is closed")
         .unwrap();
     assert!(!status.success());
-    assert!(gone(&pids).await, "still running: {pids:?}");
+    assert!(all_gone(&pids).await, "still running: {pids:?}");
 }
 
 /// A daemon whose every control method is one a test can try.

@@ -22,6 +22,8 @@ use toolgate::guard::path::{PathError, PathRoots};
 use toolgate::tool::{Content, Tool, ToolResult};
 use toolgate::{CallError, ErrorKind};
 
+use crate::common::{all_gone, running};
+
 const SECRET: &str = "outside secret";
 
 struct Fixture {
@@ -328,31 +330,6 @@ fn shell_tool(f: &Fixture) -> Arc<dyn Tool> {
     )
     .unwrap()
     .1
-}
-
-/// Whether `pid` is still running: `/proc/<pid>` exists and is not a zombie
-/// (a killed process whose parent has not reaped it yet is gone for our
-/// purposes).
-fn running(pid: u32) -> bool {
-    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    let state = stat
-        .rsplit_once(") ")
-        .and_then(|(_, rest)| rest.chars().next());
-    !matches!(state, Some('Z' | 'X') | None)
-}
-
-/// Polls until every pid is gone; false if the deadline passes first.
-async fn all_gone(pids: &[u32]) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if pids.iter().all(|p| !running(*p)) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    false
 }
 
 fn read_pid(path: &Path) -> Option<u32> {

@@ -236,13 +236,7 @@ pub(crate) async fn everything_http(mode: &str) -> (ChildGuard, u16) {
 
 /// Whether process `pid` exists and is not a zombie.
 pub(crate) fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state != "Z"),
-        Err(_) => false,
-    }
+    crate::common::running(pid)
 }
 
 /// Processes (zombies included) whose parent is `pid` or whose process

@@ -145,7 +145,7 @@ fn replace(
 
 /// Whether `value` has JSON Schema type `ty`; as in the spec, `42.0` is an
 /// integer (normalised to `42` by [`cast_type`]).
-fn has_type(value: &Value, ty: &str) -> bool {
+pub(super) fn has_type(value: &Value, ty: &str) -> bool {
     match (ty, value) {
         ("null", Value::Null)
         | ("boolean", Value::Bool(_))

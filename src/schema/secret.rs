@@ -31,6 +31,7 @@
 
 use std::borrow::Cow;
 
+use super::cast::has_type;
 use serde_json::Value;
 
 use super::pointer::unescape;
@@ -273,22 +274,6 @@ impl<'s> Walk<'s> {
 
 fn hidden() -> Value {
     Value::String(REDACTED.to_owned())
-}
-
-/// Whether `value` has JSON Schema type `ty` (`integer` is a `number`).
-fn has_type(value: &Value, ty: &str) -> bool {
-    match (ty, value) {
-        ("null", Value::Null)
-        | ("boolean", Value::Bool(_))
-        | ("number", Value::Number(_))
-        | ("string", Value::String(_))
-        | ("array", Value::Array(_))
-        | ("object", Value::Object(_)) => true,
-        ("integer", Value::Number(n)) => {
-            n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
-        }
-        _ => false,
-    }
 }
 
 /// The schemas that apply to member `key` of an object under `nodes`.

@@ -55,6 +55,29 @@ pub(crate) fn barrier() -> toolgate::barrier::Barrier {
     )
 }
 
+/// Whether process `pid` runs: `/proc/<pid>` exists and is not a zombie (a
+/// killed process whose parent has not reaped it yet is gone for our
+/// purposes).
+pub(crate) fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(") ")
+            .and_then(|(_, rest)| rest.chars().next())
+            .is_some_and(|state| !matches!(state, 'Z' | 'X'))
+    })
+}
+
+/// Waits (10 s at most) until no process in `pids` runs.
+pub(crate) async fn all_gone(pids: &[u32]) -> bool {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while tokio::time::Instant::now() < deadline {
+        if pids.iter().all(|p| !running(*p)) {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    false
+}
+
 /// A test session.
 pub(crate) fn session(id: &str) -> Session {
     Session::new(id, Caller::via("test"))
