@@ -106,6 +106,12 @@ pub struct Spawn {
     /// Unix sockets for this program (an upstream server that needs one);
     /// `None` takes `[barrier] unix_sockets`.
     pub unix_sockets: Option<bool>,
+    /// Refused, as `[barrier] when_unavailable` says, when the kernel
+    /// cannot confine it: a tool call's process. A configured server is
+    /// started anyway (what the kernel gives still applies): its shell-like
+    /// tools are refused by the guard stage instead, and the console says
+    /// the barrier is off.
+    pub confinement_required: bool,
 }
 
 impl Spawn {
@@ -115,6 +121,7 @@ impl Spawn {
             stdin: Stdin::Null,
             grace: Duration::ZERO,
             unix_sockets: None,
+            confinement_required: true,
         }
     }
 
@@ -125,6 +132,7 @@ impl Spawn {
             stdin: Stdin::Inherit,
             grace,
             unix_sockets,
+            confinement_required: false,
         }
     }
 }
@@ -162,6 +170,15 @@ impl Barrier {
         if status.level != BarrierLevel::Full {
             tracing::warn!("{}: {}", status.summary, status.gaps.join("; "));
         }
+        Self::of(warden, shield, settings, status)
+    }
+
+    fn of(
+        warden: Option<PathBuf>,
+        shield: Shield,
+        settings: BarrierSettings,
+        status: BarrierStatus,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 warden,
@@ -173,13 +190,15 @@ impl Barrier {
     }
 
     /// A barrier that confines nothing and says so, for tests of what the
-    /// tools do rather than how they are confined.
+    /// tools do rather than how they are confined (and the engine
+    /// builder's default, which hosts replace through `setup`).
     pub fn unconfined() -> Self {
         let settings = BarrierSettings {
             when_unavailable: WhenUnavailable::Run,
             ..BarrierSettings::default()
         };
-        Self::start(None, Shield::new(), settings)
+        let status = BarrierStatus::no_warden("none was given (tests)", false);
+        Self::of(None, Shield::new(), settings, status)
     }
 
     /// The warden binary of this process, if it can be one: the running
@@ -217,14 +236,17 @@ impl Barrier {
     /// keep it (a [`Leash`] does) for as long as the program may run.
     ///
     /// # Errors
-    /// The barrier is off and the config refuses to run unconfined.
+    /// The barrier is off, `spawn` requires confinement, and the config
+    /// refuses to run unconfined.
     pub fn command(
         &self,
         program: impl AsRef<OsStr>,
         spawn: Spawn,
     ) -> Result<tokio::process::Command, BarrierError> {
         let inner = &self.inner;
-        if inner.status.refuses_shell {
+        let require = spawn.confinement_required
+            && inner.settings.when_unavailable == WhenUnavailable::Refuse;
+        if require && !inner.status.confines() {
             return Err(BarrierError::Unavailable {
                 summary: inner.status.summary.clone(),
                 gaps: inner.status.gaps.clone(),
@@ -242,7 +264,7 @@ impl Barrier {
         let plan = warden::Plan {
             shield: inner.shield.clone(),
             unix_sockets: spawn.unix_sockets.unwrap_or(inner.settings.unix_sockets),
-            require: inner.settings.when_unavailable == WhenUnavailable::Refuse,
+            require,
             stdin: spawn.stdin,
             grace_ms: u64::try_from(spawn.grace.as_millis()).unwrap_or(u64::MAX),
         };
@@ -293,4 +315,36 @@ pub fn is_governed(pid: i32) -> bool {
             .is_some_and(|a| a.as_slice() == warden::ARG.as_bytes())
     })
     .is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Off, with the strict default: a tool call's process is refused, a
+    /// configured server still starts (its shell-like tools are refused by
+    /// the guard stage instead).
+    #[test]
+    fn off_and_strict_refuses_calls_but_starts_servers() {
+        let b = Barrier::start(None, Shield::new(), BarrierSettings::default());
+        assert_eq!(b.status().level, BarrierLevel::Off);
+        assert!(b.refuses_shell());
+        let e = b.command("sh", Spawn::call()).unwrap_err();
+        assert!(e.to_string().contains("Barrier off"), "{e}");
+        assert!(
+            b.command("server", Spawn::server(None, Duration::ZERO))
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn off_by_choice_runs_calls_unconfined() {
+        let settings = BarrierSettings {
+            when_unavailable: WhenUnavailable::Run,
+            ..BarrierSettings::default()
+        };
+        let b = Barrier::start(None, Shield::new(), settings);
+        assert!(!b.refuses_shell());
+        assert!(b.command("sh", Spawn::call()).is_ok());
+    }
 }
