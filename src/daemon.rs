@@ -96,7 +96,9 @@ pub struct ServeOptions {
     /// in the console's header.
     pub mode: EngineMode,
     /// The toolgate binary that confines governed processes as their
-    /// warden (see [`crate::barrier`]): the running one when it can be.
+    /// warden (see [`crate::barrier`]): by default the `toolgate` CLI beside
+    /// the running executable, else the running one when it can be
+    /// ([`crate::barrier::Barrier::preferred_warden`]).
     pub warden: Option<PathBuf>,
     /// Which agent-socket peers are toolgate's stdio bridge, whose calls
     /// are then the MCP client's that started it (see
@@ -157,7 +159,7 @@ impl ServeOptions {
             retention: Duration::from_secs(90 * 86_400),
             http_port: Some(0),
             mode: EngineMode::Serve,
-            warden: crate::barrier::Barrier::own_warden(),
+            warden: crate::barrier::Barrier::preferred_warden(),
             bridges: BridgeExes::of_this_process(),
         }
     }

@@ -59,7 +59,7 @@ impl Env {
         Self {
             allowed_tools: std::env::var(ALLOWED_TOOLS_ENV).ok(),
             own_files: OwnFiles::defaults(),
-            warden: Barrier::own_warden(),
+            warden: Barrier::preferred_warden(),
         }
     }
 }
