@@ -455,12 +455,13 @@ async fn a_write_through_a_hard_link_into_the_data_dir_is_refused() {
 }
 
 /// The review's chain: under `autonomous`, an agent writes a command into
-/// `.git/config` (allowed: a medium-risk write in the project) and then
-/// runs `git status`, which runs it. `git status` is not inert, so it
-/// keeps `shell_exec`'s critical risk and a person is asked; denied, git
-/// never runs.
+/// `.git/config` and then runs `git status`, which runs it. Both steps now
+/// reach a person: the write plants code that runs later (critical), and
+/// `git status` is not inert, so it keeps `shell_exec`'s critical risk.
+/// Even a person who lets the write through is asked again for git;
+/// denied, git never runs.
 #[tokio::test]
-async fn git_status_is_asked_under_autonomous_after_an_agent_wrote_git_config() {
+async fn under_autonomous_the_git_config_write_and_git_status_are_both_asked() {
     let d = TestDaemon::start("[policy]\npreset = \"autonomous\"\n").await;
     let root = d.dir.path().join("root");
     let init = std::process::Command::new("git")
@@ -477,14 +478,15 @@ async fn git_status_is_asked_under_autonomous_after_an_agent_wrote_git_config() 
         "[core]\n\trepositoryformatversion = 0\n\tfsmonitor = \"touch {}; false\"\n",
         marker.display()
     );
-    let r = c
-        .call(
-            1,
-            "fs_write",
-            json!({"path": ".git/config", "content": config}),
-        )
+    c.send_json(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                       "params": {"name": "fs_write",
+                                  "arguments": {"path": ".git/config", "content": config}}}))
         .await;
-    assert_eq!(r["result"]["isError"], false, "the write runs unasked: {r}");
+    let write = approval_id(&mut events).await;
+    d.engine.approvals().unwrap().approve(write, None).await.unwrap();
+    let r = c.recv().await.expect("the approved write answers");
+    assert_eq!(r["id"], 1, "{r}");
+    assert_eq!(r["result"]["isError"], false, "the approved write runs: {r}");
     c.send_json(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                        "params": {"name": "shell_exec", "arguments": {"command": "git status"}}}))
         .await;
