@@ -1,6 +1,7 @@
 //! Stage 9/11: per-tool circuit breaker.
 //!
-//! Contract (DESIGN.md, "breaker"; pipeline steps 9 and 11):
+//! Contract (pipeline steps 9 and 11, docs/architecture/overview.md,
+//! "Breaker, retry and timeout"):
 //!
 //! - **Closed**: calls pass. Once `failure_threshold` counted failures fall
 //!   inside the sliding `window`, the breaker opens. Successes do not wipe

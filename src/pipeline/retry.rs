@@ -1,7 +1,8 @@
 //! Stage 10: retry of transient failures, with backoff, inside the call's
 //! deadline.
 //!
-//! Contract (DESIGN.md, "retry"; pipeline step 10):
+//! Contract (pipeline step 10, docs/architecture/overview.md, "Breaker,
+//! retry and timeout"):
 //!
 //! - The stage fixes the call's deadline (`received-at-this-stage +
 //!   settings.deadline`) unless one is set, so every attempt and every
