@@ -25,8 +25,7 @@
 //! Full jitter (uniform in `[0, cap]`, not `cap ± x%`) spreads the retries
 //! of many callers that failed together, so they do not hit a recovering
 //! upstream in lockstep. The RNG is passed in, never taken from the thread:
-//! tests seed it
-//! with [`Retry::with_seed`].
+//! tests seed it with [`Retry::with_seed`].
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
