@@ -3,8 +3,7 @@
 //! this module (supervision, tool import, calls) is transport-agnostic:
 //! rmcp's `Transport` trait is the one trait all four implement (no trait
 //! of our own beside it), directly (`sse`) or through rmcp's adapters
-//! (`stdio`, HTTP,
-//! `(Sink, Stream)` for `ws`).
+//! (`stdio`, HTTP, `(Sink, Stream)` for `ws`).
 //!
 //! [`TransportSpec`]: crate::config::servers::TransportSpec
 
