@@ -2,9 +2,10 @@
 //!
 //! Every entry point (CLI, agent socket, HTTP, desktop shell) holds an
 //! [`Engine`] and nothing else, so all of them get exactly the same
-//! governance. `Engine::call` performs DESIGN.md's stages 1, 2 and 14
-//! itself (receive, resolve, finish) and runs stages 3–13 through the
-//! [`Pipeline`].
+//! governance. `Engine::call` performs stages 1, 2 and 14 of the pipeline
+//! (docs/architecture/overview.md, "The pipeline") itself (receive,
+//! resolve, finish) and runs stages 3–13 and the AFTER hooks of 14 through
+//! the [`Pipeline`].
 //!
 //! Every call that starts ends in exactly one audit row and one
 //! `call.finished` event, whatever ends it: entry points whose client can

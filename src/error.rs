@@ -118,7 +118,7 @@ impl std::fmt::Display for ArgProblem {
 /// The circuit breaker exists to stop calling a tool that is unhealthy; a
 /// tool that answers "that file does not exist" is healthy, and counting
 /// such answers lets any one agent switch a tool off for every agent by
-/// asking for missing files (issue 13, item 5). The class is decided by the
+/// asking for missing files. The class is decided by the
 /// code that knows what went wrong (an `io::ErrorKind`, a JSON-RPC code),
 /// never by reading the message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

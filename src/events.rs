@@ -16,7 +16,8 @@ use crate::error::ErrorKind;
 use crate::tool::{Risk, Source, ToolName};
 use crate::upstream::ServerState;
 
-/// A pipeline stage, named in DESIGN.md's order.
+/// A pipeline stage, in `pipeline::build`'s order (outermost first; the
+/// numbered order is in docs/architecture/overview.md, "The pipeline").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum StageName {
@@ -228,7 +229,7 @@ pub enum Event {
         /// Injection markers found in the description.
         flags: Vec<String>,
     },
-    // ---- approvals and policy (issue 6) --------------------------------
+    // ---- approvals and policy -------------------------------------------
     // Like every event, these carry no call arguments: a UI that wants to
     // show them asks `Approvals::pending`, which redacts secret ones.
     /// A call waits for a person.

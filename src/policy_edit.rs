@@ -1,7 +1,8 @@
 //! The running engine's policy editor: what the console's Policy view reads,
-//! checks and applies (issue 14, item 1: "the allowlist, denylist and
-//! argument rules apply without a restart and are saved to the config
-//! file").
+//! checks and applies: the allowlist, denylist and argument rules apply
+//! without a restart and are saved to the config file
+//! (docs/architecture/decisions.md, "Policy edits are written into the
+//! file, then applied").
 //!
 //! Contract:
 //! - [`PolicyEditor::read`] is the file's editable part ([`PolicyDoc`]) with

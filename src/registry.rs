@@ -3,7 +3,8 @@
 //! Reads happen on every call, writes only when tools come and go, so the
 //! registry is a copy-on-write snapshot behind an `ArcSwap`: a read is an
 //! atomic load with no lock, and a writer builds a new map under a mutex and
-//! swaps it in. Each change emits an event (DESIGN.md, `registry`).
+//! swaps it in. Each change emits an event (`tool_registered`,
+//! `tool_replaced`, `tool_unregistered`) after the swap.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};

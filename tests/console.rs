@@ -1,7 +1,8 @@
-//! The console transport over a real TCP listener (issue 14, item 2 and
-//! its bad-input rules): login links and cookies, the console role apart
-//! from the agents', Host/Origin checks, security headers, the UI, JSON
-//! errors, decisions and policy edits through `/api`, and the SSE framing.
+//! The console transport over a real TCP listener, and its answers to bad
+//! input (a clear error, nothing changed): login links and cookies, the
+//! console role apart from the agents', Host/Origin checks, security
+//! headers, the UI, JSON errors, decisions and policy edits through `/api`,
+//! and the SSE framing.
 
 use std::time::Duration;
 

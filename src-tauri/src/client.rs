@@ -1,5 +1,5 @@
-//! The shell as a console client (desktop-design.md, "One client, two
-//! modes"): the snapshot, the live stream and decisions over the engine's
+//! The shell as a console client (docs/architecture/overview.md, "One
+//! client, two modes"): the snapshot, the live stream and decisions over the engine's
 //! console HTTP API, with the console bearer token. The same in both modes:
 //! an engine in this app is reached exactly like an attached one.
 //!

@@ -1,4 +1,5 @@
-//! Policy and human approval (DESIGN.md stage 8; issue 6).
+//! Policy and human approval (pipeline stage 8, docs/architecture/overview.md;
+//! rules in docs/policy.md).
 //!
 //! Contract:
 //! - **Policy** ([`PolicyConfig`], live behind [`PolicyHandle`]) turns a

@@ -348,7 +348,7 @@ async fn a_waiting_call_that_is_dropped_closes_its_request_as_cancelled() {
     assert!(f.approvals.pending().is_empty());
 }
 
-// Issue 13 item 2: a request whose call is cancelled is closed at once, as
+// A request whose call is cancelled is closed at once, as
 // `cancelled` with the reason, and can no longer be approved, even before
 // its row is written. The clock is paused once the request is stored (see
 // above): the closing waits on no timer.

@@ -1,5 +1,6 @@
 //! Editing the policy part of the config file: what the console's Policy
-//! view reads, checks and writes back (issue 14, item 1).
+//! view reads, checks and writes back: the allow/deny lists and argument
+//! rules, applied without a restart and saved to the file with its comments.
 //!
 //! Contract:
 //! - [`PolicyDoc`] is the editable part: `allowed_tools`, `denied_tools`,

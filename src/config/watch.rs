@@ -1,9 +1,11 @@
-//! Hot reload of the config file (DESIGN.md: "one TOML file, hot-reloaded").
+//! Hot reload of the config file: one TOML file, hot-reloaded
+//! (docs/architecture/overview.md, "Configuration and secrets").
 //!
 //! Contract:
 //! - The *directory* holding the file is watched, not the file: editors and
 //!   `toolgate import > …` replace files by atomic rename, which ends a watch
-//!   on the old inode (STACK.md §6). Events are filtered on the file name;
+//!   on the old inode (docs/architecture/decisions.md, "Measured facts
+//!   behind the stack"). Events are filtered on the file name;
 //!   `Access(_)` events (open/close noise) are ignored; any create, modify or
 //!   remove of the name re-reads and re-validates the whole file.
 //! - Each new *valid* config is published on a [`tokio::sync::watch`]

@@ -1,5 +1,6 @@
 //! The control service: everything a person can see and do, as one Rust
-//! API with no transport (DESIGN.md, "The console"; issue 14, item 1).
+//! API with no transport (docs/architecture/decisions.md, "One control
+//! service for the console and the CLI").
 //!
 //! The CLI's control socket and the console's HTTP API are two thin
 //! transports over one [`Control`]; each method maps onto one request,

@@ -1,7 +1,7 @@
 //! SSRF guard: decides whether a URL, and every address it resolves to, may
 //! be fetched on the agent's behalf.
 //!
-//! The contract (DESIGN.md "SSRF guard"; the seed's `is_safe_http_url` with
+//! The contract (pipeline stage 7; the seed's `is_safe_http_url` with
 //! its `ALLOW_LOCAL_CRAWL` switch):
 //!
 //! * Only `http` and `https` URLs, without `user:pass@` credentials.

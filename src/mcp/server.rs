@@ -3,7 +3,9 @@
 //! transport-independent handler the HTTP endpoint shares.
 //!
 //! Why not rmcp's service loop: it measured 115–133 µs p50 per `tools/call`
-//! here (STACK.md §1) against a 50 µs target, and it decides for us how
+//! here against a 50 µs target (docs/architecture/decisions.md, "The agent
+//! socket uses its own JSON-RPC loop with rmcp's types"), and it decides
+//! for us how
 //! malformed frames, oversized lines and unknown `toolgate/…` methods are
 //! answered. This loop keeps rmcp's model types for parameters and answers
 //! every bad input with the specific JSON-RPC error.

@@ -1,6 +1,7 @@
 //! Stage 9/11: per-tool circuit breaker.
 //!
-//! Contract (DESIGN.md, "breaker"; pipeline steps 9 and 11):
+//! Contract (pipeline steps 9 and 11, docs/architecture/overview.md,
+//! "Breaker, retry and timeout"):
 //!
 //! - **Closed**: calls pass. Once `failure_threshold` counted failures fall
 //!   inside the sliding `window`, the breaker opens. Successes do not wipe
@@ -32,7 +33,8 @@
 //! thresholds come from `call.settings.breaker`, per tool.
 //!
 //! The state machine ([`Circuit`]) is pure: it takes `now` and the config as
-//! parameters (STYLE.md #8), so its properties are tested without sleeping.
+//! parameters, never reading the clock, so its properties are tested
+//! without sleeping.
 //! Results are tagged with the *epoch* of the state they were admitted in;
 //! a result that arrives after the breaker has moved on (re-opened, was
 //! reset) is stale and ignored, so a slow call from before an outage cannot

@@ -1,7 +1,8 @@
 //! Stage 10: retry of transient failures, with backoff, inside the call's
 //! deadline.
 //!
-//! Contract (DESIGN.md, "retry"; pipeline step 10):
+//! Contract (pipeline step 10, docs/architecture/overview.md, "Breaker,
+//! retry and timeout"):
 //!
 //! - The stage fixes the call's deadline (`received-at-this-stage +
 //!   settings.deadline`) unless one is set, so every attempt and every
@@ -23,8 +24,8 @@
 //!
 //! Full jitter (uniform in `[0, cap]`, not `cap ± x%`) spreads the retries
 //! of many callers that failed together, so they do not hit a recovering
-//! upstream in lockstep. The RNG is passed in (STYLE.md #8): tests seed it
-//! with [`Retry::with_seed`].
+//! upstream in lockstep. The RNG is passed in, never taken from the thread:
+//! tests seed it with [`Retry::with_seed`].
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;

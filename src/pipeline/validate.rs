@@ -112,8 +112,8 @@ mod tests {
         assert_eq!(script.calls(), 0);
     }
 
-    /// Issue 13, item 6: a header `http_fetch` cannot send is refused with
-    /// validation, before guards and policy, not after an approval.
+    /// A header `http_fetch` cannot send is refused with validation, before
+    /// guards and policy: nobody is asked to approve a call that cannot run.
     #[tokio::test]
     async fn a_tools_own_argument_rules_refuse_before_later_stages() {
         let (def, runner) =

@@ -39,7 +39,8 @@ pub enum SchemaError {
 }
 
 /// A tool's input schema with its validator, built once and shared by every
-/// call (validation itself then costs about 0.1 µs, see STACK.md §7).
+/// call (validation itself then costs about 0.1 µs; see
+/// docs/architecture/decisions.md, "Measured facts behind the stack").
 #[derive(Debug)]
 pub struct CompiledSchema {
     schema: Arc<JsonObject>,

@@ -8,7 +8,9 @@
 //! (doubling from `backoff_initial`, capped at `backoff_max`; reset once a
 //! connection stayed up for `stable_after`). The tool list is re-read after
 //! every (re)connect — a server may emit `list_changed` before toolgate can
-//! hear it (STACK.md §2) — and on every `notifications/tools/list_changed`.
+//! hear it (over streamable HTTP, before the client's event stream is up;
+//! docs/architecture/decisions.md, "Measured facts behind the stack") — and
+//! on every `notifications/tools/list_changed`.
 //!
 //! Stopping (removal, config change, shutdown) closes the connection
 //! politely (stdin closed, as the MCP spec asks), waits `stop_grace`, then

@@ -1,6 +1,6 @@
 /**
  * How figures and states read on screen. Every state comes with a word and
- * an icon, never colour alone (UI.md "Colours").
+ * an icon, never colour alone (docs/architecture/console.md, "Colours").
  */
 import type {
   ApprovalStatus,

@@ -3,7 +3,8 @@
  * changed by the event stream. Envelopes are queued and applied together
  * once per animation frame, so a burst of a thousand calls costs one paint.
  *
- * Events carry no call content (UI.md "Feeding it live"): arguments and
+ * Events carry no call content (docs/architecture/console.md, "Feeding it
+ * live"): arguments and
  * outputs are fetched when a row is opened; here we keep what the stream
  * says — who, which tool, how it ended, how long.
  */
