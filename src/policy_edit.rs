@@ -89,7 +89,7 @@ pub enum EditError {
 }
 
 impl EditError {
-    /// The console's error code (`docs`: console-design.md, Errors).
+    /// The console's error code (docs/architecture/console-api.md, Errors).
     pub fn code(&self) -> &'static str {
         match self {
             Self::NoConfigFile => "unavailable",

@@ -103,7 +103,7 @@ impl HttpConsole {
     ///
     /// Every request carries the bearer token and the console's own
     /// `Origin`: the console refuses a state-changing request without it
-    /// (console-design.md, Auth).
+    /// (docs/architecture/console-api.md, Auth).
     ///
     /// # Errors
     /// [`ClientError::BadToken`].

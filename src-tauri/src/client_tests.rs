@@ -1,7 +1,8 @@
 //! The HTTP client over real TCP against a stand-in for the console's
-//! routes that speaks console-design.md's wire format (the console
-//! transport is built in parallel; once it merges, the shell's end-to-end
-//! test runs against the engine itself). What is checked here is the
+//! routes that speaks its wire format (docs/architecture/console-api.md,
+//! HTTP API and Event stream). The console transport is built in
+//! parallel; once it merges, the shell's end-to-end test runs against the
+//! engine itself. What is checked here is the
 //! client's side: headers sent, SSE framing read (ids, `message`,
 //! `reload`, keep-alive comments), error bodies, the decision body.
 
@@ -58,7 +59,8 @@ async fn snapshot(State(s): State<Shared>, h: HeaderMap) -> Response {
     .into_response()
 }
 
-/// The stream exactly as console-design.md frames it.
+/// The stream exactly as the console frames it
+/// (docs/architecture/console-api.md, Event stream).
 async fn events(State(s): State<Shared>, h: HeaderMap) -> Response {
     s.lock().unwrap().headers.push(h.clone());
     let body = concat!(

@@ -1,5 +1,6 @@
-//! The parts of the console API's JSON the shell reads (console-design.md:
-//! snapshot, stream envelopes) and the decision it posts.
+//! The parts of the console API's JSON the shell reads (the snapshot and
+//! stream envelopes: docs/architecture/console-api.md, HTTP API and Event
+//! stream) and the decision it posts.
 //!
 //! Own `Deserialize` structs rather than the engine's types: the engine's
 //! `Event` and `ApprovalRequest` are `Serialize` only, and the shell needs a

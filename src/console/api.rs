@@ -1,5 +1,6 @@
 //! What the console transport asks of the engine: [`ConsoleApi`], one
-//! method per route of console-design.md's table.
+//! method per route of the table in docs/architecture/console-api.md,
+//! HTTP API.
 //!
 //! The control service is the implementation
 //! ([`control_api`](super::control_api)): each method is one call of
@@ -156,8 +157,8 @@ pub trait ConsoleApi: Clone + Send + Sync + 'static {
         unwired::<()>("the snapshot")
     }
 
-    /// `GET /api/events`: the stream after `after` (from the start when
-    /// `None`).
+    /// `GET /api/events`: the stream after `after` (from the next event
+    /// on when `None`).
     fn events(&self, after: Option<u64>) -> ApiResult<EventFeed> {
         Err(ApiError::unwired("the event stream"))
     }

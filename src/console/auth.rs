@@ -1,5 +1,5 @@
 //! The console role's secrets, separate from the agents' MCP token
-//! (console-design.md, Auth):
+//! (docs/architecture/console-api.md, Auth):
 //!
 //! - **One-time login tokens** (256-bit, single use, valid
 //!   [`LOGIN_TTL`]): `toolgate serve` prints one in the console URL and

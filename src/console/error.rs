@@ -1,5 +1,6 @@
 //! The console's error answer: an HTTP status and
-//! `{"error": {"code", "message", "field"?}}` (console-design.md, Errors).
+//! `{"error": {"code", "message", "field"?}}`
+//! (docs/architecture/console-api.md, Errors).
 //! The code decides the status, so a transport never picks one by hand.
 
 use axum::Json;

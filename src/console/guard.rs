@@ -1,5 +1,6 @@
 //! The checks every console request passes before a handler runs, and the
-//! headers every console response carries (console-design.md, Auth):
+//! headers every console response carries
+//! (docs/architecture/console-api.md, Auth):
 //!
 //! - `Host` must be `127.0.0.1:<port>` or `localhost:<port>` (DNS
 //!   rebinding), as for `/mcp`;

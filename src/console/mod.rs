@@ -1,7 +1,7 @@
 //! The console transport: the person's side of the engine over the
 //! localhost HTTP server that also serves `/mcp`, under its own role and
 //! token (docs/architecture/decisions.md, "The console is a third role on
-//! the HTTP listener"; console-design.md is the contract).
+//! the HTTP listener"; docs/architecture/console-api.md is the contract).
 //!
 //! - [`auth`]: one-time login links, session cookies and the console
 //!   bearer token; the console role never accepts the agents' token.

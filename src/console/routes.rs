@@ -1,6 +1,6 @@
-//! The console's routes (console-design.md, HTTP API): thin handlers that
-//! read the request, call [`ConsoleApi`] or the policy editor, and answer
-//! JSON or an [`ApiError`].
+//! The console's routes (docs/architecture/console-api.md, HTTP API): thin
+//! handlers that read the request, call [`ConsoleApi`] or the policy
+//! editor, and answer JSON or an [`ApiError`].
 //!
 //! Bad input is answered before anything is called: a body that is not
 //! JSON is `400 bad_request` with serde's line and column; JSON of the
@@ -34,7 +34,8 @@ use super::{Console, assets};
 use crate::config::edit::{FieldError, PolicyDoc};
 use crate::policy_edit::Validation;
 
-/// How often an idle event stream sends `: keepalive` (console-design.md).
+/// How often an idle event stream sends `: keepalive`
+/// (docs/architecture/console-api.md, Event stream).
 pub(super) const KEEPALIVE: Duration = Duration::from_secs(15);
 
 type S<A> = State<Arc<Console<A>>>;

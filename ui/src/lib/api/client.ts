@@ -181,7 +181,7 @@ export function denyInput(b: DenyInput): DenyInput {
   return out;
 }
 
-/** Every endpoint of console-design.md, typed. */
+/** Every endpoint of docs/architecture/console-api.md, HTTP API, typed. */
 export const api = {
   snapshot: () => request<Snapshot>('GET', '/api/snapshot'),
   call: (callId: number) => request<CallDetail>('GET', `/api/calls/${callId}`),
