@@ -1,4 +1,4 @@
-//! Who is calling, and the per-session state tools may read: the seed's
+//! Who is calling, and the per-session state tools may read: PraisonAI's
 //! `Injected[T]`. None of it is part of a tool's arguments, so an agent
 //! cannot forge its identity or another session's state through them; the
 //! socket layer fills it from the peer's credentials.

@@ -4,8 +4,8 @@
 //! changes the error type, and retry and the circuit breaker decide by asking
 //! the error ([`CallError::kind`], [`CallError::is_retryable`],
 //! [`CallError::counts_as_failure`]) instead of reading its message. That is
-//! the fix for the seed's keyword-based `_classify_error_type`, which missed
-//! every error whose wording lacked "timeout" or "connection".
+//! the fix for PraisonAI's keyword-based `_classify_error_type`, which misses
+//! every error whose wording lacks "timeout" or "connection".
 
 use std::time::Duration;
 

@@ -60,7 +60,8 @@ pub struct BuiltinConfig {
     /// Roots for file access and `shell_exec`'s working directory. Empty by
     /// default: file tools then refuse every path until a root is chosen.
     pub roots: Vec<PathBuf>,
-    /// SSRF exception for loopback and private ranges (seed: ALLOW_LOCAL_CRAWL).
+    /// SSRF exception for loopback and private ranges (PraisonAI's
+    /// `ALLOW_LOCAL_CRAWL`).
     pub allow_local: bool,
     /// Exact host or host:port SSRF exceptions.
     pub allowed_hosts: Vec<String>,

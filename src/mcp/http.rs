@@ -2,7 +2,7 @@
 //! 2025-03-26 and later), for MCP clients that speak HTTP rather than stdio.
 //!
 //! Localhost only, and three checks before any JSON is read (MCP's
-//! security guidance against DNS rebinding, also the seed's
+//! security guidance against DNS rebinding, also PraisonAI's
 //! `mcp_security`): the `Host` header must name the loopback address and
 //! port we listen on; an `Origin`, when a browser sends one, must be that
 //! same loopback origin; and `Authorization: Bearer <token>` must carry the

@@ -21,15 +21,16 @@
 //! making (a missing file: [`Fault::Caller`]) never count and never change
 //! state; counting them would let a person who keeps denying a call, or any
 //! one agent asking for missing files, switch the tool off for every agent
-//! (the seed special-cases approval denials for the same reason, seed
-//! §3.4). `Ok` results the tool marked `is_error` are its answer to that
-//! one call and count only where [`BreakerConfig::count_is_error`] says so
-//! (an upstream server configured with `breaker_counts_is_error = true`).
+//! (PraisonAI special-cases approval denials for the same reason; we leave
+//! out every refusal and every caller's mistake, not only denials). `Ok`
+//! results the tool marked `is_error` are its answer to that one call and
+//! count only where [`BreakerConfig::count_is_error`] says so (an upstream
+//! server configured with `breaker_counts_is_error = true`).
 //!
 //! [`Fault::Tool`]: crate::error::Fault::Tool
 //! [`Fault::Caller`]: crate::error::Fault::Caller
 //!
-//! Beyond the seed, which hard-codes 5 failures / 60 s for every tool, all
+//! PraisonAI hard-codes 5 failures / 60 s for every tool; here all
 //! thresholds come from `call.settings.breaker`, per tool.
 //!
 //! The state machine ([`Circuit`]) is pure: it takes `now` and the config as

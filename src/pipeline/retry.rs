@@ -9,8 +9,9 @@
 //!   backoff share one budget; the timeout stage inside reads it.
 //! - An error is retried only if [`CallError::is_retryable`] says so (timeout,
 //!   rate limit, connection, upstream 5xx), decided by its type, never by
-//!   its message (the seed's keyword classifier missed every error not
-//!   worded "timeout"/"connection", seed §3.3 and §6).
+//!   its message. PraisonAI classifies retryable errors by keywords in the
+//!   message, which misses every error not worded "timeout" or
+//!   "connection"; we classify by type.
 //! - `Ok` results are returned as they are, even with `is_error` set, and so
 //!   is [`CallError::ToolFailed`]: a tool that *reported* a failure may have
 //!   had side effects (a payment, a message), and running it again could

@@ -22,7 +22,8 @@ pub enum SchemaError {
         found: String,
     },
     /// The schema does not survive a JSON round trip unchanged, so it could
-    /// not be sent to a model as written (seed: `validate_schema_roundtrip`).
+    /// not be sent to a model as written (PraisonAI's
+    /// `validate_schema_roundtrip` makes the same check).
     #[error("input schema of `{tool}` changes when serialised and parsed again")]
     RoundTrip {
         /// The tool.

@@ -1,6 +1,6 @@
 //! Failures of upstream servers, mapped onto the engine's error classes by
-//! type, never by message text (the seed's keyword matcher misclassified
-//! any error not worded as it expected). Retry and the breaker then act on
+//! type, never by message text (PraisonAI's keyword matcher misclassifies
+//! any error not worded as it expects). Retry and the breaker then act on
 //! MCP tools exactly as on built-ins.
 //!
 //! | upstream failure                                     | `CallError`            | class          |
