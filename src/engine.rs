@@ -257,6 +257,7 @@ impl Engine {
         let changed = self.inner.filter.swap(filter);
         if changed {
             self.inner.registry.touch();
+            self.inner.events.changed(crate::slices::Slice::Policy);
         }
         changed
     }

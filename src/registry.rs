@@ -15,6 +15,7 @@ use crate::error::CallError;
 use crate::events::{Event, EventBus};
 use crate::guard::shell_like::ShellLike;
 use crate::schema::{CompiledSchema, SchemaError};
+use crate::slices::Slice;
 use crate::tool::{Source, Tool, ToolDef, ToolName};
 
 /// A tool as the pipeline sees it: definition, compiled schema, runner.
@@ -159,9 +160,12 @@ impl Registry {
     }
 
     /// Tells change subscribers the visible tool set changed for a reason
-    /// outside the registry (e.g. a new allowlist).
+    /// outside the registry (e.g. a new allowlist); every change inside it
+    /// comes here too. Agents' connections hear it as `list_changed`, live
+    /// views as [`Slice::Tools`] changing, whatever made the change.
     pub fn touch(&self) {
         self.version.send_modify(|v| *v += 1);
+        self.events.changed(Slice::Tools);
     }
 
     /// The current snapshot; lock-free.

@@ -63,6 +63,7 @@ impl PolicyHandle {
         });
         let version = prev.version + 1;
         self.events.emit(Event::PolicyReloaded { version });
+        self.events.changed(crate::slices::Slice::Policy);
         version
     }
 }
