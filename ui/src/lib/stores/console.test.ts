@@ -25,7 +25,7 @@ describe('ConsoleStore', () => {
   it('reads a slice again when the stream says it changed, whatever changed it', async () => {
     const m = manual();
     const asked: string[] = [];
-    const s = new ConsoleStore({
+    const s: ConsoleStore = new ConsoleStore({
       schedule: m.schedule,
       fetchSlice: (slice) => {
         asked.push(slice);
