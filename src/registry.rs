@@ -376,9 +376,14 @@ mod tests {
         assert_eq!(r.unregister_source(&Source::Agent("x".into())), 1);
         r.unregister("a").unwrap();
         assert!(before.is_empty(), "an old snapshot never changes");
-        let kinds: Vec<String> = std::iter::from_fn(|| rx.try_recv().ok())
+        let all: Vec<String> = std::iter::from_fn(|| rx.try_recv().ok())
             .map(|e| serde_json::to_value(e).unwrap()["type"].to_string())
             .collect();
+        // Each change also announces the tools slice to live views.
+        let (announced, kinds): (Vec<String>, Vec<String>) = all
+            .into_iter()
+            .partition(|k| k.as_str() == "\"state_changed\"");
+        assert_eq!(announced.len(), 5);
         assert_eq!(
             kinds,
             [

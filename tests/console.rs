@@ -475,7 +475,7 @@ async fn a_console_decision_reaches_the_agent_and_a_second_one_is_stale() {
         let (s, e) = error_of(r).await;
         assert_eq!(
             (s, e["code"].as_str()),
-            (StatusCode::CONFLICT, Some("conflict")),
+            (StatusCode::CONFLICT, Some("stale")),
             "{e}"
         );
         assert!(
