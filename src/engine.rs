@@ -258,6 +258,7 @@ impl Engine {
         let changed = self.inner.filter.swap(filter);
         if changed {
             self.inner.registry.touch();
+            self.inner.events.changed(crate::slices::Slice::Policy);
         }
         changed
     }

@@ -13,6 +13,7 @@ use tokio::sync::broadcast;
 use crate::approval::{ApprovalStatus, CallerInfo, RuleEffect};
 use crate::cancel::CancelReason;
 use crate::error::ErrorKind;
+use crate::slices::{Revisions, Slice};
 use crate::tool::{Risk, Source, ToolName};
 use crate::upstream::ServerState;
 
@@ -291,6 +292,15 @@ pub enum Event {
         /// The new version.
         version: u64,
     },
+    /// A slice of engine state changed (from any source): a view showing
+    /// it reads it again (see [`crate::slices`]).
+    StateChanged {
+        /// Which part.
+        slice: Slice,
+        /// Its revision after the change.
+        #[ts(type = "number")]
+        revision: u64,
+    },
 }
 
 /// What happened to a remembered rule.
@@ -319,6 +329,14 @@ impl Event {
     /// from a call's detail instead of a dozen events per call.
     pub fn is_console(&self) -> bool {
         !matches!(self, Self::CallStage { .. })
+    }
+
+    /// Whether the event is worth keeping in a record of what happened:
+    /// everything but the per-call trace ([`Self::is_call_trace`]) and
+    /// [`Event::StateChanged`], which only tells live views to read again
+    /// (the change itself has its own event or none worth recording).
+    pub fn is_notable(&self) -> bool {
+        !self.is_call_trace() && !matches!(self, Self::StateChanged { .. })
     }
 
     /// Whether the event traces one call's way through the pipeline
@@ -379,6 +397,7 @@ pub struct EventBus {
     all: broadcast::Sender<Event>,
     notable: broadcast::Sender<Event>,
     sinks: Arc<Sinks>,
+    revisions: Arc<Revisions>,
 }
 
 impl EventBus {
@@ -393,13 +412,28 @@ impl EventBus {
             all: broadcast::channel(Self::CAPACITY).0,
             notable: broadcast::channel(Self::CAPACITY).0,
             sinks: Arc::new(Sinks(arc_swap::ArcSwap::from_pointee(Vec::new()))),
+            revisions: Arc::default(),
         }
+    }
+
+    /// Announces that `slice` changed: bumps its revision and emits
+    /// [`Event::StateChanged`]. Call it after the change is visible to
+    /// readers (see [`crate::slices`]). Returns the new revision.
+    pub fn changed(&self, slice: Slice) -> u64 {
+        let revision = self.revisions.bump(slice);
+        self.emit(Event::StateChanged { slice, revision });
+        revision
+    }
+
+    /// The revision of `slice` now; read it before reading the slice.
+    pub fn revision(&self, slice: Slice) -> u64 {
+        self.revisions.get(slice)
     }
 
     /// Publishes an event. Cheap when nobody listens.
     pub fn emit(&self, event: Event) {
         // Err only means "no subscribers", which is fine.
-        if !event.is_call_trace() && self.notable.receiver_count() > 0 {
+        if event.is_notable() && self.notable.receiver_count() > 0 {
             let _ = self.notable.send(event.clone());
         }
         if event.is_console() {
@@ -445,8 +479,8 @@ impl EventBus {
         self.all.subscribe()
     }
 
-    /// A new subscriber that sees every event except the per-call trace
-    /// ([`Event::is_call_trace`]) from now on.
+    /// A new subscriber that sees the notable events ([`Event::is_notable`])
+    /// from now on.
     pub fn subscribe_notable(&self) -> broadcast::Receiver<Event> {
         self.notable.subscribe()
     }

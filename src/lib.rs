@@ -35,6 +35,7 @@ pub mod scrub;
 pub mod secrets;
 pub mod settings;
 pub mod setup;
+pub mod slices;
 pub mod socket;
 pub mod spawn;
 pub mod tool;

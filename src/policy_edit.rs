@@ -11,7 +11,7 @@
 //!   field and the diff the edit would write.
 //! - [`PolicyEditor::apply`] takes the version the edit was based on; if the
 //!   policy moved since (another edit, a reload of the file), it refuses
-//!   with [`EditError::Stale`] and changes nothing. Otherwise it validates,
+//!   with [`EditError::Conflict`] and changes nothing. Otherwise it validates,
 //!   writes the file (atomically, comments kept), and only then swaps the
 //!   running policy and allow/deny lists: an edit that fails validation or
 //!   cannot be written leaves both the file and the engine as they were.
@@ -64,11 +64,12 @@ pub enum EditError {
         #[source]
         source: std::io::Error,
     },
-    /// The policy changed since the edit was read.
+    /// The policy changed since the edit was read: applying it would
+    /// silently undo the newer change.
     #[error(
-        "the policy changed since this edit was started (version {base} → {current}); reload it and apply again"
+        "the policy changed since this edit was started (version {base} → {current}); nothing was saved: review the newer policy, then reload it or save yours over it"
     )]
-    Stale {
+    Conflict {
         /// The version the edit was based on.
         base: u64,
         /// The version in force.
@@ -93,7 +94,7 @@ impl EditError {
     pub fn code(&self) -> &'static str {
         match self {
             Self::NoConfigFile => "unavailable",
-            Self::Stale { .. } => "stale",
+            Self::Conflict { .. } => "conflict",
             Self::Invalid(_) => "invalid",
             Self::Read { .. } | Self::Write { .. } => "internal",
         }
@@ -297,7 +298,7 @@ impl PolicyEditor {
         let engine = &self.inner.engine;
         let current = engine.policy().version();
         if current != base_version {
-            return Err(EditError::Stale {
+            return Err(EditError::Conflict {
                 base: base_version,
                 current,
             });

@@ -121,8 +121,8 @@ async fn an_invalid_or_stale_edit_changes_neither_the_file_nor_the_running_polic
     let mut stale = view.doc.clone();
     stale.denied_tools = vec!["shell_exec".into()];
     let e = d.editor.apply(&stale, version - 1).await.unwrap_err();
-    assert!(matches!(e, EditError::Stale { .. }), "{e:?}");
-    assert_eq!(e.code(), "stale");
+    assert!(matches!(e, EditError::Conflict { .. }), "{e:?}");
+    assert_eq!(e.code(), "conflict");
 
     assert_eq!(std::fs::read_to_string(d.config_path()).unwrap(), CONFIG);
     assert_eq!(d.engine.policy().version(), version);

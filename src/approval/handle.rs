@@ -63,6 +63,9 @@ impl PolicyHandle {
         });
         let version = prev.version + 1;
         self.events.emit(Event::PolicyReloaded { version });
+        self.events.changed(crate::slices::Slice::Policy);
+        // A tool's risk as views list it is the policy's assessment.
+        self.events.changed(crate::slices::Slice::Tools);
         version
     }
 }

@@ -286,6 +286,14 @@ pub trait ConsoleApi: Clone + Send + Sync + 'static {
         unwired::<()>("the policy test")
     }
 
+    /// `GET /api/state/{slice}`: one slice read again with its revision.
+    fn slice(
+        &self,
+        slice: crate::slices::Slice,
+    ) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
+        unwired::<()>("state slices")
+    }
+
     /// `GET /api/connect`.
     fn connect(&self) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
         unwired::<()>("connection snippets")

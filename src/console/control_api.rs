@@ -189,6 +189,10 @@ impl ConsoleApi for Control {
     async fn connect(&self) -> ApiResult<impl Serialize + Send> {
         Ok(Control::connect(self))
     }
+
+    async fn slice(&self, slice: crate::slices::Slice) -> ApiResult<impl Serialize + Send> {
+        Ok(Control::slice(self, slice).await?)
+    }
 }
 
 #[cfg(test)]

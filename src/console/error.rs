@@ -25,8 +25,11 @@ pub enum Code {
     Forbidden,
     /// No such call, approval, rule, tool, server.
     NotFound,
-    /// It already ended (decided, expired, cancelled) or the policy moved.
+    /// It already ended (decided, expired, cancelled).
     Stale,
+    /// An edit was based on a revision that is no longer current (the
+    /// policy changed since the edit was started); nothing was written.
+    Conflict,
     /// A field is invalid; names it.
     Invalid,
     /// This engine runs without the part the request needs.
@@ -44,6 +47,7 @@ impl Code {
             Self::Forbidden => "forbidden",
             Self::NotFound => "not_found",
             Self::Stale => "stale",
+            Self::Conflict => "conflict",
             Self::Invalid => "invalid",
             Self::Unavailable => "unavailable",
             Self::Internal => "internal",
@@ -59,6 +63,7 @@ impl Code {
             "forbidden" => Self::Forbidden,
             "not_found" => Self::NotFound,
             "stale" => Self::Stale,
+            "conflict" => Self::Conflict,
             "invalid" => Self::Invalid,
             "unavailable" => Self::Unavailable,
             _ => Self::Internal,
@@ -72,7 +77,7 @@ impl Code {
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::Forbidden => StatusCode::FORBIDDEN,
             Self::NotFound => StatusCode::NOT_FOUND,
-            Self::Stale => StatusCode::CONFLICT,
+            Self::Stale | Self::Conflict => StatusCode::CONFLICT,
             Self::Invalid => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,

@@ -68,6 +68,7 @@ pub(super) fn router<A: ConsoleApi>(console: Console<A>) -> Router {
         .route("/policy/validate", post(validate_policy::<A>))
         .route("/policy/test", post(policy_test::<A>))
         .route("/connect", get(connect::<A>))
+        .route("/state/{slice}", get(slice::<A>))
         .fallback(api_not_found)
         .layer(middleware::from_fn_with_state(
             gate.clone(),
@@ -397,6 +398,17 @@ async fn policy_test<A: ConsoleApi>(State(s): S<A>, bytes: Bytes) -> Response {
 
 async fn connect<A: ConsoleApi>(State(s): S<A>) -> Response {
     json(s.api.connect().await)
+}
+
+async fn slice<A: ConsoleApi>(State(s): S<A>, Path(name): Path<String>) -> Response {
+    match crate::slices::Slice::parse(&name) {
+        Some(slice) => json(s.api.slice(slice).await),
+        None => ApiError::new(
+            Code::NotFound,
+            format!("no state slice `{name}` (tools, policy, servers, breakers)"),
+        )
+        .into_response(),
+    }
 }
 
 async fn policy<A: ConsoleApi>(State(s): S<A>) -> Response {

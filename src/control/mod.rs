@@ -11,6 +11,7 @@
 //! |---|---|
 //! | live stream: numbered events, resume, reload | [`stream`] |
 //! | snapshot consistent with a stream position | [`snapshot`] |
+//! | one slice read again when the stream says it changed | [`slices`] |
 //! | recent outputs, raw and as the model saw them | [`outputs`] |
 //! | call detail | [`calls`] |
 //! | audit queries and export | [`audit_query`] |
@@ -44,6 +45,7 @@ mod error;
 pub mod outputs;
 pub mod policy_test;
 pub mod servers;
+pub mod slices;
 pub mod snapshot;
 pub mod stream;
 pub mod tools;

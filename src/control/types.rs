@@ -577,6 +577,7 @@ pub fn export_bindings(dir: &std::path::Path) -> Result<(), ts_rs::ExportError> 
     crate::policy_edit::Applied::export_all(&cfg)?;
     crate::approval::Verdict::export_all(&cfg)?;
     ConnectInfo::export_all(&cfg)?;
+    super::slices::SliceView::export_all(&cfg)?;
     crate::approval::Decider::export_all(&cfg)?;
     super::policy_test::PolicyTestInput::export_all(&cfg)?;
     super::policy_test::PolicyTestResult::export_all(&cfg)?;

@@ -56,6 +56,7 @@ use super::{Call, CallResult, Next, Stage};
 use crate::error::CallError;
 use crate::events::{Event, EventBus, StageName};
 use crate::settings::BreakerConfig;
+use crate::slices::Slice;
 use crate::tool::ToolName;
 
 pub use crate::events::BreakerState;
@@ -596,6 +597,8 @@ impl Breaker {
         if let Some(t) = transition {
             self.emit(name, t);
         }
+        // Failures were forgotten even when the state stayed closed.
+        self.events.changed(Slice::Breakers);
         true
     }
 
@@ -606,21 +609,29 @@ impl Breaker {
     }
 
     fn admit(&self, tool: &ToolName, cfg: &BreakerConfig) -> Result<Permit, Duration> {
+        let mut new = false;
         let admission = {
             let mut map = self.lock();
             let now = Instant::now();
-            let entry = map.entry(tool.clone()).or_insert_with(|| Entry {
-                circuit: Circuit::new(),
-                cfg: cfg.clone(),
-                buckets: CallBuckets::new(now),
-                last_failure: None,
-                latencies: Latencies::default(),
+            let entry = map.entry(tool.clone()).or_insert_with(|| {
+                new = true;
+                Entry {
+                    circuit: Circuit::new(),
+                    cfg: cfg.clone(),
+                    buckets: CallBuckets::new(now),
+                    last_failure: None,
+                    latencies: Latencies::default(),
+                }
             });
             if entry.cfg != *cfg {
                 entry.cfg = cfg.clone();
             }
             entry.circuit.admit(now, cfg)
         };
+        if new {
+            // A tool's first call gives it a breaker: a tile views lack.
+            self.events.changed(Slice::Breakers);
+        }
         if let Some(t) = admission.transition {
             self.emit(tool.clone(), t);
         }

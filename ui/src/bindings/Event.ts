@@ -8,6 +8,7 @@ import type { Risk } from "./Risk";
 import type { RuleChange } from "./RuleChange";
 import type { RuleEffect } from "./RuleEffect";
 import type { ServerState } from "./ServerState";
+import type { Slice } from "./Slice";
 import type { Source } from "./Source";
 import type { StageName } from "./StageName";
 import type { ToolName } from "./ToolName";
@@ -236,4 +237,12 @@ scope: string, } | { "type": "policy_reloaded",
 /**
  * The new version.
  */
-version: number, };
+version: number, } | { "type": "state_changed", 
+/**
+ * Which part.
+ */
+slice: Slice, 
+/**
+ * Its revision after the change.
+ */
+revision: number, };

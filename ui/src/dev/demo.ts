@@ -262,7 +262,7 @@ export function install(): Demo {
     if (p === '/api/policy' && method === 'PUT') {
       const put = body as PolicyPut;
       if (put.base_version !== policy.version) {
-        return err(409, 'stale', `the policy changed since this edit was started (version ${put.base_version} → ${policy.version}); reload it and apply again`);
+        return err(409, 'conflict', `the policy changed since this edit was started (version ${put.base_version} → ${policy.version}); nothing was saved`);
       }
       const v = validate(policy.doc, put.doc);
       if (!v.ok) return err(422, 'invalid', `the edit is invalid: ${v.errors.map((e) => e.message).join('; ')}`, v.errors[0]?.field, v.errors);

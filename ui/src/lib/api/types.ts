@@ -83,6 +83,8 @@ export type { ScopeDef } from '../../bindings/ScopeDef';
 export type { ScopePreview } from '../../bindings/ScopePreview';
 export type { ServerState } from '../../bindings/ServerState';
 export type { ServerStatus } from '../../bindings/ServerStatus';
+export type { Slice } from '../../bindings/Slice';
+export type { SliceView } from '../../bindings/SliceView';
 export type { Snapshot } from '../../bindings/Snapshot';
 export type { Source } from '../../bindings/Source';
 export type { StageName } from '../../bindings/StageName';

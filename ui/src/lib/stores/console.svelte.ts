@@ -27,9 +27,11 @@ import type {
   PolicySummary,
   Risk,
   ServerStatus,
+  SliceView,
   Snapshot,
   ToolSummary,
 } from '../api/types';
+import { Refresher, type FetchSlice } from '../refresher';
 import { callerText, serverDown } from '../format';
 import { Ring } from '../ring';
 import { bump, countsAsFailure, isNeutral, sparkFrom, sparkTotals, type Spark } from '../spark';
@@ -110,6 +112,8 @@ export interface StoreOptions {
   /** How a flush is scheduled; default: the next animation frame. */
   schedule?: Scheduler;
   now?: () => number;
+  /** Reads a slice again when the stream says it changed; without it, `state_changed` is ignored. */
+  fetchSlice?: FetchSlice;
 }
 
 export const LIVE_CAPACITY = 100_000;
@@ -238,11 +242,13 @@ export class ConsoleStore implements StreamSink {
   private readonly now: () => number;
   private readonly mine = new Set<number>();
   private readonly listeners = new Set<(env: Envelope) => void>();
+  private readonly refresher: Refresher | null;
 
   constructor(opts: StoreOptions = {}) {
     this.live = new Ring<LiveRow>(opts.capacity ?? LIVE_CAPACITY);
     this.schedule = opts.schedule ?? defaultSchedule;
     this.now = opts.now ?? (() => Date.now());
+    this.refresher = opts.fetchSlice ? new Refresher(opts.fetchSlice, (v) => this.applySlice(v)) : null;
   }
 
   /** Called for every envelope applied, after it is applied (toasts, the decision guard). */
@@ -265,20 +271,13 @@ export class ConsoleStore implements StreamSink {
   reset(snap: Snapshot, why: ResetReason): void {
     // Anything queued belongs to the world before this snapshot.
     this.queue = [];
+    this.refresher?.reset();
     const now = this.now();
     this.engine = snap.engine;
     this.barrier = snap.barrier;
     this.pending = snap.pending.map(itemFromRequest).sort(bySoonest);
     this.recent = snap.recent_approvals.map((r) => ({ ...itemFromRequest(r), mine: this.mine.has(r.id) }));
-    this.breakers = snap.breakers;
-    const sparks: Record<string, Spark> = {};
-    const probeAt: Record<string, number> = {};
-    for (const b of snap.breakers) {
-      sparks[b.tool] = sparkFrom(b.spark, b.spark_failed, now);
-      if (b.retry_in_ms !== null) probeAt[b.tool] = now + b.retry_in_ms;
-    }
-    this.sparks = sparks;
-    this.probeAt = probeAt;
+    this.setBreakers(snap.breakers);
     this.servers = snap.servers;
     this.quarantined = snap.quarantined;
     this.tools = snap.tools;
@@ -289,6 +288,39 @@ export class ConsoleStore implements StreamSink {
     this.loaded = true;
     this.reloaded = why === 'initial' ? null : { at_ms: now, why };
     this.rulesVersion++;
+  }
+
+  /** Breakers read whole (snapshot or slice), with their sparks and probe times. */
+  private setBreakers(list: BreakerView[]): void {
+    const now = this.now();
+    const sparks: Record<string, Spark> = {};
+    const probeAt: Record<string, number> = {};
+    for (const b of list) {
+      sparks[b.tool] = sparkFrom(b.spark, b.spark_failed, now);
+      if (b.retry_in_ms !== null) probeAt[b.tool] = now + b.retry_in_ms;
+    }
+    this.breakers = list;
+    this.sparks = sparks;
+    this.probeAt = probeAt;
+  }
+
+  /** A slice read again after `state_changed`: it replaces the page's copy. */
+  applySlice(v: SliceView): void {
+    switch (v.slice) {
+      case 'tools':
+        this.tools = v.tools;
+        this.quarantined = v.quarantined;
+        break;
+      case 'policy':
+        this.policy = v.policy;
+        break;
+      case 'servers':
+        this.servers = v.servers;
+        break;
+      case 'breakers':
+        this.setBreakers(v.breakers);
+        break;
+    }
   }
 
   push(env: Envelope): void {
@@ -390,6 +422,9 @@ export class ConsoleStore implements StreamSink {
         return false;
       case 'policy_reloaded':
         if (this.policy) this.policy.version = e.version;
+        return false;
+      case 'state_changed':
+        this.refresher?.announce(e.slice, e.revision);
         return false;
       case 'loop_guard':
         this.notices = [{ seq: env.seq, ts_ms: env.ts_ms, level: loopLevel(e.level), tool: e.tool, session: e.session }, ...this.notices].slice(

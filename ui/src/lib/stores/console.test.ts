@@ -22,6 +22,27 @@ let seq = 1000;
 const env = (event: Event, ts_ms = 5_000_000): Envelope => ({ seq: ++seq, ts_ms, event });
 
 describe('ConsoleStore', () => {
+  it('reads a slice again when the stream says it changed, whatever changed it', async () => {
+    const m = manual();
+    const asked: string[] = [];
+    const s: ConsoleStore = new ConsoleStore({
+      schedule: m.schedule,
+      fetchSlice: (slice) => {
+        asked.push(slice);
+        const tools = s.tools.map((t) => (t.name === 'fs_write' ? { ...t, state: 'denied' as const, denied_by: 'matches deny pattern `fs_write`' } : t));
+        return Promise.resolve({ slice: 'tools', revision: 7, tools, quarantined: [] });
+      },
+    });
+    s.reset(snapshot(), 'initial');
+    expect(s.tools.find((t) => t.name === 'fs_write')?.state).toBe('active');
+    s.push(env({ type: 'state_changed', slice: 'tools', revision: 7 }));
+    m.run();
+    await new Promise((r) => setTimeout(r, 0));
+    expect(asked).toEqual(['tools']);
+    expect(s.tools.find((t) => t.name === 'fs_write')?.state).toBe('denied');
+    expect(s.quarantined).toEqual([]);
+  });
+
   it('loads a snapshot: approvals soonest first, recent calls in time order, counters', () => {
     const s = new ConsoleStore({ schedule: manual().schedule, now: () => 1 });
     const snap = snapshot(10_000_000);
