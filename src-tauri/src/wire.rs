@@ -6,7 +6,7 @@
 //! handful of fields. Unknown fields and event types are ignored, so the
 //! console can grow without breaking the shell.
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 pub use toolgate::tool::Risk;
 
 /// The fields of `GET /api/snapshot` the shell uses.
@@ -96,27 +96,6 @@ impl Verdict {
     }
 }
 
-/// Where in the shell a person decided: recorded by the engine as the
-/// decider (`Decider::Tray` / `Decider::Notification` of the control
-/// service).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Via {
-    /// The tray menu.
-    Tray,
-    /// A notification's action button.
-    Notification,
-}
-
-/// The body of a decision the shell posts: `{"decider": "tray"}`. The
-/// console answers only bearer-token clients' `decider`; a browser session
-/// is always `console`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct DecisionBody {
-    /// Who decided.
-    pub decider: Via,
-}
-
 /// The short word for a risk, as the console shows it.
 pub fn risk_word(risk: Risk) -> &'static str {
     match risk {
@@ -159,6 +138,7 @@ fn caller_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Erro
 mod tests {
     use super::*;
     use serde_json::json;
+    use toolgate::wire::{DecisionBody, Via};
 
     #[test]
     fn an_approval_requested_envelope_reads_with_the_engines_field_names() {
@@ -210,7 +190,8 @@ mod tests {
     #[test]
     fn a_decision_body_names_the_decider() {
         let body = DecisionBody {
-            decider: Via::Notification,
+            decider: Some(Via::Notification),
+            ..DecisionBody::default()
         };
         assert_eq!(
             serde_json::to_value(body).unwrap(),
