@@ -20,10 +20,11 @@ use ts_rs::TS;
 use crate::approval::{ApprovalRequest, RememberedRule};
 use crate::barrier::BarrierStatus;
 use crate::error::ErrorKind;
-use crate::events::{BreakerState, Event};
+use crate::events::Event;
 use crate::tool::{Annotations, Content, ParamGuard, Risk, Trust};
 use crate::upstream::{InjectionFlag, PinRecord, ServerStatus};
 use crate::wire::AlwaysInput;
+use crate::wire::BreakerState;
 
 /// One event of the live stream, numbered.
 #[derive(Debug, Clone, Serialize, TS)]
@@ -132,6 +133,17 @@ pub struct BreakerView {
     /// Median, 90th and 99th percentile call time in ms of the tool's
     /// last 256 calls that reached it (retries included); `null` before any.
     pub latency_ms: Option<Latency>,
+}
+
+/// The shape of every breaker's sparkline, as the engine buckets calls:
+/// sent with the snapshot so a live view that adds calls between
+/// snapshots buckets them the same way instead of keeping its own copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+pub struct SparkShape {
+    /// The width of one bucket, ms.
+    pub bucket_ms: u64,
+    /// How many buckets a sparkline holds, oldest first.
+    pub buckets: u32,
 }
 
 /// Call-time percentiles, in milliseconds (fractions kept: built-in tools
@@ -483,6 +495,8 @@ pub struct Snapshot {
     pub recent_approvals: Vec<ApprovalRequest>,
     /// Breakers of tools that have been called, by tool name.
     pub breakers: Vec<BreakerView>,
+    /// How their sparklines bucket calls.
+    pub spark: SparkShape,
     /// Upstream servers.
     pub servers: Vec<ServerStatus>,
     /// Quarantined upstream tools.

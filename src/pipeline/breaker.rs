@@ -55,7 +55,7 @@ use crate::events::{Event, EventBus, StageName};
 use crate::settings::BreakerConfig;
 use crate::tool::ToolName;
 
-pub use crate::events::BreakerState;
+use crate::wire::BreakerState;
 
 /// How a finished call bears on its tool's health.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

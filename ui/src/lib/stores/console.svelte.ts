@@ -27,9 +27,10 @@ import type {
   Risk,
   ServerStatus,
   Snapshot,
+  SparkShape,
   ToolSummary,
 } from '../api/types';
-import { callerText, serverDown } from '../format';
+import { serverDown } from '../format';
 import { Ring } from '../ring';
 import { bump, countsAsFailure, isNeutral, sparkFrom, sparkTotals, type Spark } from '../spark';
 import type { ConnStatus, ResetReason, StreamSink } from '../stream';
@@ -81,12 +82,6 @@ function liveOutcome(o: string): LiveOutcome {
   return o === 'ok' || o === 'tool_error' || o === 'cancelled' ? o : 'error';
 }
 
-const LOOP_LEVELS: readonly string[] = ['warn', 'block', 'halt'];
-
-function loopLevel(l: string): LoopLevel {
-  return (LOOP_LEVELS.includes(l) ? l : 'warn') as LoopLevel;
-}
-
 /** A passing note (loop guard) shown in the feed. */
 export interface Notice {
   seq: number;
@@ -130,7 +125,7 @@ function itemFromRequest(r: ApprovalRequest): ApprovalItem {
     risk: r.risk,
     rule: r.rule,
     reason: r.reason,
-    caller: callerText(r.caller),
+    caller: r.caller.text,
     created_ms: r.created_ms,
     expires_ms: r.expires_ms,
     status: r.status,
@@ -205,6 +200,11 @@ export class ConsoleStore implements StreamSink {
   breakers = $state<BreakerView[]>([]);
   /** Live spark per tool (not part of the proxied state: replaced whole). */
   sparks = $state.raw<Record<string, Spark>>({});
+  /**
+   * How the engine buckets its sparklines, from each snapshot. Until the
+   * first one there are no breakers, so no spark is made from this.
+   */
+  sparkShape = $state.raw<SparkShape>({ bucket_ms: 1, buckets: 0 });
   /** When each open breaker admits a probe (unix ms). */
   probeAt = $state<Record<string, number>>({});
   servers = $state<ServerStatus[]>([]);
@@ -273,10 +273,11 @@ export class ConsoleStore implements StreamSink {
     const sparks: Record<string, Spark> = {};
     const probeAt: Record<string, number> = {};
     for (const b of snap.breakers) {
-      sparks[b.tool] = sparkFrom(b.spark, b.spark_failed, now);
+      sparks[b.tool] = sparkFrom(b.spark, b.spark_failed, now, snap.spark);
       if (b.retry_in_ms !== null) probeAt[b.tool] = now + b.retry_in_ms;
     }
     this.sparks = sparks;
+    this.sparkShape = snap.spark;
     this.probeAt = probeAt;
     this.servers = snap.servers;
     this.quarantined = snap.quarantined;
@@ -391,7 +392,7 @@ export class ConsoleStore implements StreamSink {
         if (this.policy) this.policy.version = e.version;
         return false;
       case 'loop_guard':
-        this.notices = [{ seq: env.seq, ts_ms: env.ts_ms, level: loopLevel(e.level), tool: e.tool, session: e.session }, ...this.notices].slice(
+        this.notices = [{ seq: env.seq, ts_ms: env.ts_ms, level: e.level, tool: e.tool, session: e.session }, ...this.notices].slice(
           0,
           NOTICES,
         );
@@ -497,7 +498,7 @@ export class ConsoleStore implements StreamSink {
     const b = this.breakers.find((x) => x.tool === tool);
     if (!b || isNeutral(o)) return;
     const failed = countsAsFailure(o);
-    const spark = bump(this.sparks[tool] ?? sparkFrom([], [], ts_ms), ts_ms, failed);
+    const spark = bump(this.sparks[tool] ?? sparkFrom([], [], ts_ms, this.sparkShape), ts_ms, failed);
     this.sparks = { ...this.sparks, [tool]: spark };
     const totals = sparkTotals(spark);
     b.calls = totals.calls;
@@ -517,7 +518,7 @@ export class ConsoleStore implements StreamSink {
       risk: e.risk,
       rule: e.rule,
       reason: e.reason,
-      caller: callerText(e.caller),
+      caller: e.caller.text,
       created_ms: ts_ms,
       expires_ms: e.expires_ms,
       status: 'pending',
