@@ -3,7 +3,7 @@
 
 use super::Control;
 use super::types::{BreakerView, LastError, Latency, ResetResult, SparkShape};
-use crate::pipeline::breaker::{BUCKET, BUCKETS, BreakerStats};
+use crate::pipeline::breaker::stats::{BUCKET, BUCKETS, BreakerStats};
 
 impl Control {
     /// Breakers of the tools that have been called, by tool name. Error %

@@ -9,7 +9,7 @@ use crate::config::Config;
 use crate::context::{CallContext, Caller, Session};
 use crate::control::{Control, EngineInfo, EngineMode};
 use crate::error::{CallError, ErrorKind};
-use crate::pipeline::breaker::{BUCKETS, CallBuckets};
+use crate::pipeline::breaker::stats::{BUCKETS, CallBuckets};
 use crate::tool::{JsonObject, Tool, ToolDef, ToolName, ToolResult};
 use crate::wire::BreakerState;
 
