@@ -65,7 +65,7 @@ pub struct CallerInfo {
 
 impl From<CallerInfo> for CallerView {
     fn from(c: CallerInfo) -> Self {
-        let text = c.text();
+        let text = c.short();
         Self {
             via: c.via,
             pid: c.pid,
@@ -97,7 +97,7 @@ impl CallerInfo {
     /// The caller in the words people read (`socket cursor 1.0 pid
     /// 4242`), made by the same function as the live [`Caller`]'s text and
     /// sent with it on the wire ([`CallerView::text`]).
-    pub fn text(&self) -> String {
+    pub fn short(&self) -> String {
         let mut s = String::new();
         // Writing to a String cannot fail.
         let _ = write_caller(

@@ -223,10 +223,10 @@ fn a_stored_caller_reads_like_the_live_one() {
         client_name: Some("cursor 1.0".into()),
         ..Caller::via("socket")
     };
-    assert_eq!(CallerInfo::from(&live).text(), live.to_string());
+    assert_eq!(CallerInfo::from(&live).short(), live.to_string());
     assert_eq!(live.to_string(), "socket cursor 1.0 pid 4242");
     let bare = Caller::via("cli");
-    assert_eq!(CallerInfo::from(&bare).text(), bare.to_string());
+    assert_eq!(CallerInfo::from(&bare).short(), bare.to_string());
     let bridged = Caller {
         bridge_pid: Some(4250),
         ..live
@@ -235,7 +235,7 @@ fn a_stored_caller_reads_like_the_live_one() {
         bridged.to_string(),
         "socket cursor 1.0 pid 4242 via bridge pid 4250"
     );
-    assert_eq!(CallerInfo::from(&bridged).text(), bridged.to_string());
+    assert_eq!(CallerInfo::from(&bridged).short(), bridged.to_string());
 }
 
 #[test]

@@ -146,7 +146,7 @@ pub(crate) fn summary_of(row: &CallRow) -> CallSummary {
         call_id: row.call_id,
         ts_ms: row.ts_ms,
         tool: row.tool.clone(),
-        caller: caller_of(&row.caller).map_or_else(|| row.caller.clone(), |c| c.text()),
+        caller: caller_of(&row.caller).map_or_else(|| row.caller.clone(), |c| c.short()),
         session: row.session.clone(),
         decision: row.decision.clone(),
         outcome: row.outcome.clone(),
