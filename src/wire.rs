@@ -20,6 +20,32 @@ use ts_rs::TS;
 use crate::cancel::CancelReason;
 use crate::error::ErrorKind;
 
+/// Every method of the control socket (the CLI's). Only the control role
+/// answers them; on the agent socket and the agent HTTP endpoint they are
+/// unknown methods (-32601), so an agent cannot approve its own call
+/// through the protocol it uses for tools. Here because the CLI's client
+/// and the self-protection guard (which refuses a governed process that
+/// names one) speak them too.
+pub const CONTROL_METHODS: [&str; 12] = [
+    "toolgate/tools",
+    "toolgate/breakers",
+    "toolgate/breakers/reset",
+    "toolgate/approvals",
+    "toolgate/approve",
+    "toolgate/deny",
+    "toolgate/rules",
+    "toolgate/rules/rm",
+    "toolgate/servers",
+    "toolgate/pins",
+    "toolgate/pins/approve",
+    "toolgate/console/login",
+];
+
+/// The first request of every control connection: `{"credential": "…"}`,
+/// the control credential (see `barrier::credential`). Until it
+/// is presented, the control socket answers nothing else.
+pub const AUTH_METHOD: &str = "toolgate/auth";
+
 /// Where a console session is shown: a browser tab, or the desktop app's
 /// own window (its login links are minted for it). Recorded with the
 /// session's decisions, so the audit trail tells the two apart; the

@@ -15,9 +15,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 use toolgate::config::Config;
-use toolgate::control::socket::METHODS as CONTROL_METHODS;
 use toolgate::events::Event;
 use toolgate::mcp::ServerOptions;
+use toolgate::wire::CONTROL_METHODS;
 
 use crate::common::daemon::{Raw, TestDaemon};
 use crate::common::{drain, types};

@@ -19,33 +19,8 @@ use crate::approval::Decider;
 use crate::barrier::credential::Credential;
 use crate::context::Caller;
 use crate::mcp::ControlRole;
-use crate::mcp::jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS, UNAUTHENTICATED};
-use crate::mcp::server::Refused;
-use crate::wire::{AlwaysInput, Surface};
-
-/// Every control method. Only the control role answers them; on the agent
-/// socket and the agent HTTP endpoint they are unknown methods (-32601), so
-/// an agent cannot approve its own call through the protocol it uses for
-/// tools.
-pub const METHODS: [&str; 12] = [
-    "toolgate/tools",
-    "toolgate/breakers",
-    "toolgate/breakers/reset",
-    "toolgate/approvals",
-    "toolgate/approve",
-    "toolgate/deny",
-    "toolgate/rules",
-    "toolgate/rules/rm",
-    "toolgate/servers",
-    "toolgate/pins",
-    "toolgate/pins/approve",
-    "toolgate/console/login",
-];
-
-/// The first request of every control connection: `{"credential": "…"}`,
-/// the control credential (see [`crate::barrier::credential`]). Until it
-/// is presented, the control socket answers nothing else.
-pub const AUTH_METHOD: &str = "toolgate/auth";
+use crate::mcp::jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS, Refused, UNAUTHENTICATED};
+use crate::wire::{AUTH_METHOD, AlwaysInput, CONTROL_METHODS, Surface};
 
 /// Mints the console's one-time login links (`toolgate/console/login`,
 /// for `toolgate console` and the desktop app). The console implements it;
@@ -55,7 +30,7 @@ pub trait LoginLinks: Send + Sync + 'static {
     fn login_url_for(&self, surface: Surface) -> String;
 }
 
-/// The control socket's role on the MCP server: the [`METHODS`], after a
+/// The control socket's role on the MCP server: the [`CONTROL_METHODS`], after a
 /// connection presents the control credential ([`AUTH_METHOD`]).
 pub struct ControlSocket {
     control: Control,
@@ -144,7 +119,7 @@ fn unauthenticated(method: &str) -> Refused {
 
 /// Whether `method` is a control method.
 fn is_control(method: &str) -> bool {
-    METHODS.contains(&method)
+    CONTROL_METHODS.contains(&method)
 }
 
 fn json_of(v: impl Serialize) -> Result<Value, Refused> {

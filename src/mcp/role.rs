@@ -10,7 +10,7 @@
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use super::server::Refused;
+use super::jsonrpc::Refused;
 use crate::context::Caller;
 
 /// An extra role for one listener: every connection must authenticate

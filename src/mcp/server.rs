@@ -45,7 +45,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
 use super::frame::{Frame, FrameReader, MAX_FRAME};
-use super::jsonrpc::{self, INVALID_PARAMS, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND};
+use super::jsonrpc::{self, INVALID_PARAMS, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND, Refused};
 use super::role::ControlRole;
 use super::{convert, gate};
 use crate::Engine;
@@ -497,9 +497,6 @@ pub fn instructions() -> String {
 pub(super) fn runs_long(method: &str) -> bool {
     matches!(method, "tools/call" | "toolgate/gate" | "toolgate/report")
 }
-
-/// An error reply: JSON-RPC code and message.
-pub type Refused = (i64, String);
 
 /// Typed parameters, or `INVALID_PARAMS` naming what is wrong.
 pub(super) fn params_of<T: DeserializeOwned>(params: Option<Value>) -> Result<T, Refused> {
