@@ -37,7 +37,7 @@ pub struct Request {
     #[serde(default)]
     pub reason: String,
     /// Who asks, in the engine's words.
-    #[serde(default, deserialize_with = "caller_text")]
+    #[serde(default, deserialize_with = "engine_words")]
     pub caller: String,
     /// Unix ms when it is denied automatically.
     pub expires_ms: i64,
@@ -109,7 +109,7 @@ pub fn risk_word(risk: Risk) -> &'static str {
 /// The caller as the engine words it (`CallerInfo.text`): the shell prints
 /// the engine's words and never composes its own, so a notification names
 /// a caller as the console does.
-fn caller_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+fn engine_words<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     Ok(CallerView::deserialize(d)?.text)
 }
 
