@@ -27,7 +27,7 @@ use crate::cancel::Cancel;
 use crate::config::Config;
 use crate::context::{CallContext, Session};
 use crate::error::CallError;
-use crate::events::{Event, EventBus, Outcome, StageName};
+use crate::events::{Event, EventBus, StageName};
 use crate::pipeline::allowlist::{FilterHandle, ToolFilter};
 use crate::pipeline::breaker::Breaker;
 use crate::pipeline::guards::GuardConfig;
@@ -37,6 +37,7 @@ use crate::pipeline::{self, Call, CallResult, Parts, Pipeline};
 use crate::registry::Registry;
 use crate::settings::Settings;
 use crate::tool::{Content, ToolDef, ToolResult};
+use crate::wire::Outcome;
 
 /// What a call produced, plus what the pipeline recorded about it.
 #[derive(Debug)]
@@ -474,6 +475,7 @@ fn outcome(result: &Result<ToolResult, CallError>) -> Outcome {
         Err(e) => Outcome::Err {
             kind: e.kind(),
             message: e.to_string(),
+            counts_as_failure: e.counts_as_failure(),
         },
     }
 }

@@ -11,11 +11,11 @@ use serde::Serialize;
 use tokio::sync::broadcast;
 
 use crate::approval::{ApprovalStatus, CallerInfo, RuleEffect};
-use crate::cancel::CancelReason;
 use crate::error::ErrorKind;
 use crate::slices::{Revisions, Slice};
 use crate::tool::{Risk, Source, ToolName};
 use crate::upstream::ServerState;
+use crate::wire::{BreakerState, LoopLevel, Outcome};
 
 /// A pipeline stage, in `pipeline::build`'s order (outermost first; the
 /// numbered order is in docs/architecture/overview.md, "The pipeline").
@@ -66,44 +66,6 @@ impl StageName {
             Self::Execute => "execute",
         }
     }
-}
-
-/// A circuit breaker's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ts_rs::TS)]
-#[serde(rename_all = "snake_case")]
-pub enum BreakerState {
-    /// Calls pass.
-    Closed,
-    /// Calls fail fast.
-    Open,
-    /// A limited number of probe calls pass.
-    HalfOpen,
-}
-
-/// How a call ended, without its content.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ts_rs::TS)]
-#[serde(tag = "status", rename_all = "snake_case")]
-pub enum Outcome {
-    /// The tool ran and returned a result.
-    Ok {
-        /// The tool marked its result as an error.
-        is_error: bool,
-        /// Output size in bytes after truncation.
-        size: usize,
-    },
-    /// The call failed or was refused.
-    Err {
-        /// The error class.
-        kind: ErrorKind,
-        /// The one-line message the agent received.
-        message: String,
-    },
-    /// The call's owner ended it before it finished (the client cancelled
-    /// it or went away, or toolgate shut down); see [`crate::cancel`].
-    Cancelled {
-        /// Who ended it.
-        reason: CancelReason,
-    },
 }
 
 /// Something that happened in the engine.
@@ -199,8 +161,8 @@ pub enum Event {
         session: String,
         /// Tool name.
         tool: ToolName,
-        /// `warn`, `block` or `halt`.
-        level: &'static str,
+        /// How far it went.
+        level: LoopLevel,
     },
 
     // --- Upstream MCP servers (src/upstream) ---

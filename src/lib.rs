@@ -24,6 +24,7 @@ pub mod engine;
 pub mod error;
 pub mod events;
 pub mod guard;
+pub mod local_http;
 pub mod mcp;
 pub mod paths;
 pub mod pipeline;
@@ -40,6 +41,7 @@ pub mod socket;
 pub mod spawn;
 pub mod tool;
 pub mod upstream;
+pub mod wire;
 
 pub use engine::{CallReply, Engine};
 pub use error::{CallError, ErrorKind};

@@ -13,7 +13,8 @@ use tokio::sync::broadcast;
 use toolgate::approval::{ApprovalError, ApprovalStatus};
 use toolgate::audit::{AuditLog, CallRow};
 use toolgate::cancel::CancelReason;
-use toolgate::events::{Event, Outcome};
+use toolgate::events::Event;
+use toolgate::wire::Outcome;
 
 use crate::common::daemon::{Raw, TestDaemon};
 use crate::common::python::python;

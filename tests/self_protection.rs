@@ -16,7 +16,8 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast;
 use toolgate::config::Config;
 use toolgate::events::Event;
-use toolgate::mcp::{CONTROL_METHODS, ServerOptions};
+use toolgate::mcp::ServerOptions;
+use toolgate::wire::CONTROL_METHODS;
 
 use crate::common::daemon::{Raw, TestDaemon};
 use crate::common::{drain, types};

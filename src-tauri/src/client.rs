@@ -13,9 +13,10 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue, ORIGIN};
 use sse_stream::SseStream;
+use toolgate::wire::{DecisionBody, Via};
 use url::Url;
 
-use crate::wire::{DecisionBody, Envelope, Snapshot, Verdict, Via};
+use crate::wire::{Envelope, Snapshot, Verdict};
 
 /// Why a console request failed.
 #[derive(Debug, thiserror::Error)]
@@ -190,7 +191,10 @@ impl ConsoleSource for HttpConsole {
 
     async fn decide(&self, id: i64, verdict: Verdict, via: Via) -> Result<(), ClientError> {
         let url = self.url(&format!("/api/approvals/{id}/{}", verdict.as_str()));
-        let req = self.http.post(&url).json(&DecisionBody { decider: via });
+        let req = self.http.post(&url).json(&DecisionBody {
+            decider: Some(via),
+            ..DecisionBody::default()
+        });
         match self.send(req, &url).await {
             // A console that does not know the field yet refuses the whole
             // body (422 on `decider`): the person's decision must still

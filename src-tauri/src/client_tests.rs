@@ -53,7 +53,8 @@ async fn snapshot(State(s): State<Shared>, h: HeaderMap) -> Response {
         "counters": {"pending": 1},
         "pending": [{"id": 3, "call_id": 9, "tool": "shell_exec", "args": {"command": "rm -rf /"},
                      "risk": "critical", "reason": "shell", "expires_ms": 99,
-                     "caller": {"via": "socket", "pid": 7, "client_name": "agent"}}],
+                     "caller": {"via": "socket", "pid": 7, "client_name": "agent",
+                                "text": "socket agent pid 7"}}],
         "recent_calls": []
     }))
     .into_response()
@@ -122,7 +123,7 @@ async fn the_snapshot_is_read_with_the_bearer_token() {
     let s = c.snapshot().await.unwrap();
     assert_eq!(s.seq, 41);
     assert_eq!(s.pending[0].risk, Risk::Critical);
-    assert_eq!(s.pending[0].caller, "agent · pid 7");
+    assert_eq!(s.pending[0].caller, "socket agent pid 7");
     let h = &seen.lock().unwrap().headers[0];
     assert_eq!(h["origin"], url.origin().ascii_serialization().as_str());
 }

@@ -18,6 +18,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::error::ApiError;
+use crate::wire::DecisionBody;
 
 /// A console answer or its error.
 pub type ApiResult<T> = Result<T, ApiError>;
@@ -52,7 +53,7 @@ pub enum Actor {
         /// See [`super::auth::ConsoleAuth::session_label`].
         session: String,
         /// A browser tab or the desktop app's window.
-        surface: super::auth::Surface,
+        surface: crate::wire::Surface,
     },
     /// A client with the console bearer token.
     Bearer,
@@ -65,33 +66,6 @@ impl std::fmt::Display for Actor {
             Self::Bearer => f.write_str("console (bearer token)"),
         }
     }
-}
-
-/// Where a person decided, said by the desktop shell (it holds the
-/// console's bearer token) when the decision came from its tray or a
-/// notification rather than the console page.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Via {
-    /// The tray menu.
-    Tray,
-    /// A notification's action button.
-    Notification,
-}
-
-/// Body of `POST /api/approvals/{id}/approve|deny`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DecisionBody {
-    /// Told to the agent (deny only).
-    #[serde(default)]
-    pub reason: Option<String>,
-    /// Also remember the decision.
-    #[serde(default)]
-    pub always: Option<crate::control::types::AlwaysInput>,
-    /// Bearer clients only: the desktop tray or a notification decided.
-    #[serde(default)]
-    pub decider: Option<Via>,
 }
 
 /// Body of `POST /api/approvals/{id}/scope`.

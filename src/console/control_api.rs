@@ -7,13 +7,12 @@ use futures::StreamExt;
 use serde::Serialize;
 
 use super::api::{
-    Actor, ApiResult, ConsoleApi, DecisionBody, EventFeed, Export, ExportFormat, FeedItem,
-    PolicyTestBody, Via,
+    Actor, ApiResult, ConsoleApi, EventFeed, Export, ExportFormat, FeedItem, PolicyTestBody,
 };
-use super::auth::Surface;
 use super::error::ApiError;
 use crate::control::types::{ApproveInput, AuditQuery, DenyInput};
 use crate::control::{Control, ControlError, Decider, StreamItem};
+use crate::wire::{DecisionBody, Surface, Via};
 
 impl From<ControlError> for ApiError {
     fn from(e: ControlError) -> Self {

@@ -24,7 +24,7 @@ use axum::response::{IntoResponse, Response};
 use super::api::Actor;
 use super::auth::{COOKIE, ConsoleAuth};
 use super::error::{ApiError, Code};
-use crate::mcp::http::{constant_time_eq, is_local};
+use crate::local_http::{constant_time_eq, is_local};
 
 /// The Content-Security-Policy of every console response: only our own
 /// scripts, styles, images and connections; no inline code, no framing.

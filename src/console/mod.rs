@@ -19,6 +19,7 @@
 pub mod api;
 pub mod assets;
 pub mod auth;
+pub mod bindings;
 mod control_api;
 pub mod error;
 mod guard;

@@ -24,8 +24,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::api::{
-    Actor, ApiResult, ConsoleApi, DecisionBody, ExportFormat, FeedItem, PolicyPut, PolicyTestBody,
-    ScopeBody,
+    Actor, ApiResult, ConsoleApi, ExportFormat, FeedItem, PolicyPut, PolicyTestBody, ScopeBody,
 };
 use super::auth::COOKIE;
 use super::error::{ApiError, Code};
@@ -33,6 +32,7 @@ use super::guard::{self, Gate};
 use super::{Console, assets};
 use crate::config::edit::{FieldError, PolicyDoc};
 use crate::policy_edit::Validation;
+use crate::wire::DecisionBody;
 
 /// How often an idle event stream sends `: keepalive`
 /// (docs/architecture/console-api.md, Event stream).

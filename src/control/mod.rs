@@ -21,6 +21,7 @@
 //! | tools | [`tools`] |
 //! | "what would happen to this call?" | [`policy_test`] |
 //! | what the UI sees (TypeScript bindings) | [`types`] |
+//! | the CLI's transport: the control socket's methods | [`socket`] |
 //!
 //! Wiring (the daemon, after building the engine and its upstreams, before
 //! serving, so every call of the run is in the stream and has its output
@@ -47,6 +48,7 @@ pub mod policy_test;
 pub mod servers;
 pub mod slices;
 pub mod snapshot;
+pub mod socket;
 pub mod stream;
 pub mod tools;
 pub mod types;

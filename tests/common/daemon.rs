@@ -274,7 +274,7 @@ impl Raw {
         let r = c
             .request(
                 0,
-                toolgate::mcp::AUTH_METHOD,
+                toolgate::wire::AUTH_METHOD,
                 json!({"credential": credential.expose()}),
             )
             .await;

@@ -3,6 +3,7 @@ import type { ApprovalStatus } from "./ApprovalStatus";
 import type { BreakerState } from "./BreakerState";
 import type { CallerInfo } from "./CallerInfo";
 import type { ErrorKind } from "./ErrorKind";
+import type { LoopLevel } from "./LoopLevel";
 import type { Outcome } from "./Outcome";
 import type { Risk } from "./Risk";
 import type { RuleChange } from "./RuleChange";
@@ -126,9 +127,9 @@ session: string,
  */
 tool: ToolName, 
 /**
- * `warn`, `block` or `halt`.
+ * How far it went.
  */
-level: string, } | { "type": "server_status", 
+level: LoopLevel, } | { "type": "server_status", 
 /**
  * The server's configured name.
  */

@@ -9,6 +9,7 @@ import type { InFlight } from "./InFlight";
 import type { PinRecord } from "./PinRecord";
 import type { PolicySummary } from "./PolicySummary";
 import type { ServerStatus } from "./ServerStatus";
+import type { SparkShape } from "./SparkShape";
 import type { ToolSummary } from "./ToolSummary";
 
 /**
@@ -44,6 +45,10 @@ recent_approvals: Array<ApprovalRequest>,
  * Breakers of tools that have been called, by tool name.
  */
 breakers: Array<BreakerView>, 
+/**
+ * How their sparklines bucket calls.
+ */
+spark: SparkShape, 
 /**
  * Upstream servers.
  */

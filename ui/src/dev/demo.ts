@@ -121,8 +121,8 @@ export function install(): Demo {
         status === 'approved'
           ? { status: 'ok', is_error: false, size: c.output_size }
           : status === 'timed_out'
-            ? { status: 'err', kind: 'approval_timed_out', message: 'nobody approved the call in time' }
-            : { status: 'err', kind: 'denied', message: `a person denied the call${reason ? `: ${reason}` : ''}` },
+            ? { status: 'err', kind: 'approval_timed_out', message: 'nobody approved the call in time', counts_as_failure: false }
+            : { status: 'err', kind: 'denied', message: `a person denied the call${reason ? `: ${reason}` : ''}`, counts_as_failure: false },
     });
     return true;
   };
@@ -307,7 +307,7 @@ export function install(): Demo {
             elapsed: c.elapsed_us,
             outcome:
               c.outcome === 'error'
-                ? { status: 'err', kind: errorKind(c.error_kind ?? '') ?? 'internal', message: c.error_message ?? '' }
+                ? { status: 'err', kind: errorKind(c.error_kind ?? '') ?? 'internal', message: c.error_message ?? '', counts_as_failure: fx.demoCounts(c.error_kind) }
                 : { status: 'ok', is_error: c.outcome === 'tool_error', size: c.output_size },
           }),
         Math.min(3000, c.elapsed_us / 1000),

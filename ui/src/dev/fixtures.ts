@@ -49,6 +49,7 @@ export const CLAUDE: CallerInfo = {
   bridge_pid: 48230,
   client_name: 'claude-desktop',
   agent_id: null,
+  text: 'socket claude-desktop pid 48213 via bridge pid 48230',
 };
 export const CURSOR: CallerInfo = {
   via: 'socket',
@@ -58,6 +59,7 @@ export const CURSOR: CallerInfo = {
   bridge_pid: null,
   client_name: 'cursor',
   agent_id: null,
+  text: 'socket cursor pid 51877',
 };
 export const PRAISON: CallerInfo = {
   via: 'socket',
@@ -67,9 +69,21 @@ export const PRAISON: CallerInfo = {
   bridge_pid: null,
   client_name: 'praisonai',
   agent_id: 'research-agent',
+  text: 'socket praisonai pid 60211',
 };
 
-const CALLERS = ['claude-desktop · pid 48213', 'cursor · pid 51877', 'praisonai · agent research-agent · pid 60211'];
+/** The demo engine's sparkline buckets (a real snapshot says its own). */
+export const SPARK = { bucket_ms: 5_000, buckets: 24 };
+
+/**
+ * Whether the demo engine's breaker counts an error class: the demo stands
+ * in for the engine, which sends `CallError::counts_as_failure` itself.
+ */
+export function demoCounts(kind: string | null | undefined): boolean {
+  return kind === 'timeout' || kind === 'connection' || kind === 'upstream_5xx';
+}
+
+const CALLERS = [CLAUDE.text, CURSOR.text, PRAISON.text];
 
 export const TOOLS: ToolSummary[] = [
   t('fs_read', 'Read a UTF-8 text file inside the project roots.', 'builtin', 'builtin', 'low', { readOnlyHint: true }),
@@ -459,6 +473,7 @@ export function snapshot(now = NOW, seq = 18_422): Snapshot {
     pending: p,
     recent_approvals: recentApprovals(now),
     breakers: b,
+    spark: SPARK,
     servers: s,
     quarantined: q,
     tools: TOOLS,
@@ -478,6 +493,7 @@ export function emptySnapshot(now = NOW): Snapshot {
     pending: [],
     recent_approvals: [],
     breakers: [],
+    spark: SPARK,
     servers: [],
     quarantined: [],
     tools: TOOLS.filter((x) => x.source === 'builtin'),
@@ -734,7 +750,7 @@ export function envelopes(startSeq: number, startMs: number, count: number, seed
         elapsed: c.elapsed_us,
         outcome:
           c.outcome === 'error'
-            ? { status: 'err', kind: errorKind(c.error_kind ?? '') ?? 'internal', message: c.error_message ?? '' }
+            ? { status: 'err', kind: errorKind(c.error_kind ?? '') ?? 'internal', message: c.error_message ?? '', counts_as_failure: demoCounts(c.error_kind) }
             : { status: 'ok', is_error: c.outcome === 'tool_error', size: c.output_size },
       },
     });

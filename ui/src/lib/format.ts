@@ -5,7 +5,6 @@
 import type {
   ApprovalStatus,
   BreakerState,
-  CallerInfo,
   ErrorKind,
   Risk,
   ServerState,
@@ -280,18 +279,6 @@ export function healthLook(error_pct: number): Look {
   if (error_pct < 10) return { tone: 'warn', icon: 'alert', word: 'Degraded' };
   if (error_pct < 25) return { tone: 'high', icon: 'alert', word: 'Unhealthy' };
   return { tone: 'danger', icon: 'x-circle', word: 'Failing' };
-}
-
-/** The caller in one line: client name, agent, executable's file name, pid. */
-export function callerText(c: CallerInfo): string {
-  const parts: string[] = [];
-  if (c.client_name) parts.push(c.client_name);
-  if (c.agent_id) parts.push(`agent ${c.agent_id}`);
-  const exe = c.exe ? (c.exe.split('/').pop() ?? c.exe) : null;
-  if (exe && exe !== c.client_name) parts.push(exe);
-  if (!parts.length) parts.push(c.via);
-  if (c.pid !== null) parts.push(`pid ${c.pid}`);
-  return parts.join(' · ');
 }
 
 /** Words for who closed an approval (`decided_by` as recorded: `cli pid 42 (/usr/bin/toolgate)`, `tray`, ...). */

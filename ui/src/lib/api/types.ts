@@ -62,6 +62,7 @@ export type { ExportFormat } from '../../bindings/ExportFormat';
 export type { GuardKind } from '../../bindings/GuardKind';
 export type { InjectionFlag } from '../../bindings/InjectionFlag';
 export type { LastError } from '../../bindings/LastError';
+export type { LoopLevel } from '../../bindings/LoopLevel';
 export type { Outcome } from '../../bindings/Outcome';
 export type { OutputView } from '../../bindings/OutputView';
 export type { ParamGuard } from '../../bindings/ParamGuard';
@@ -87,6 +88,7 @@ export type { Slice } from '../../bindings/Slice';
 export type { SliceView } from '../../bindings/SliceView';
 export type { Snapshot } from '../../bindings/Snapshot';
 export type { Source } from '../../bindings/Source';
+export type { SparkShape } from '../../bindings/SparkShape';
 export type { StageName } from '../../bindings/StageName';
 export type { StderrLine } from '../../bindings/StderrLine';
 export type { StderrPage } from '../../bindings/StderrPage';
@@ -108,12 +110,6 @@ export type EventType = Event['type'];
 
 /** The event of one `type`. */
 export type EventOf<T extends EventType> = Extract<Event, { type: T }>;
-
-/**
- * Loop guard level in `Event::LoopGuard` (the binding says `string`: the
- * Rust field is `&'static str`, always one of these).
- */
-export type LoopLevel = 'warn' | 'block' | 'halt';
 
 /**
  * Audit `outcome` filter: a column value, or any error class

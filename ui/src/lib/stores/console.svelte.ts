@@ -29,10 +29,11 @@ import type {
   ServerStatus,
   SliceView,
   Snapshot,
+  SparkShape,
   ToolSummary,
 } from '../api/types';
 import { Refresher, type FetchSlice } from '../refresher';
-import { callerText, serverDown } from '../format';
+import { serverDown } from '../format';
 import { Ring } from '../ring';
 import { bump, countsAsFailure, isNeutral, sparkFrom, sparkTotals, type Spark } from '../spark';
 import type { ConnStatus, ResetReason, StreamSink } from '../stream';
@@ -84,12 +85,6 @@ function liveOutcome(o: string): LiveOutcome {
   return o === 'ok' || o === 'tool_error' || o === 'cancelled' ? o : 'error';
 }
 
-const LOOP_LEVELS: readonly string[] = ['warn', 'block', 'halt'];
-
-function loopLevel(l: string): LoopLevel {
-  return (LOOP_LEVELS.includes(l) ? l : 'warn') as LoopLevel;
-}
-
 /** A passing note (loop guard) shown in the feed. */
 export interface Notice {
   seq: number;
@@ -135,7 +130,7 @@ function itemFromRequest(r: ApprovalRequest): ApprovalItem {
     risk: r.risk,
     rule: r.rule,
     reason: r.reason,
-    caller: callerText(r.caller),
+    caller: r.caller.text,
     created_ms: r.created_ms,
     expires_ms: r.expires_ms,
     status: r.status,
@@ -210,6 +205,11 @@ export class ConsoleStore implements StreamSink {
   breakers = $state<BreakerView[]>([]);
   /** Live spark per tool (not part of the proxied state: replaced whole). */
   sparks = $state.raw<Record<string, Spark>>({});
+  /**
+   * How the engine buckets its sparklines, from each snapshot. Until the
+   * first one there are no breakers, so no spark is made from this.
+   */
+  sparkShape = $state.raw<SparkShape>({ bucket_ms: 1, buckets: 0 });
   /** When each open breaker admits a probe (unix ms). */
   probeAt = $state<Record<string, number>>({});
   servers = $state<ServerStatus[]>([]);
@@ -277,6 +277,7 @@ export class ConsoleStore implements StreamSink {
     this.barrier = snap.barrier;
     this.pending = snap.pending.map(itemFromRequest).sort(bySoonest);
     this.recent = snap.recent_approvals.map((r) => ({ ...itemFromRequest(r), mine: this.mine.has(r.id) }));
+    this.sparkShape = snap.spark;
     this.setBreakers(snap.breakers);
     this.servers = snap.servers;
     this.quarantined = snap.quarantined;
@@ -296,7 +297,7 @@ export class ConsoleStore implements StreamSink {
     const sparks: Record<string, Spark> = {};
     const probeAt: Record<string, number> = {};
     for (const b of list) {
-      sparks[b.tool] = sparkFrom(b.spark, b.spark_failed, now);
+      sparks[b.tool] = sparkFrom(b.spark, b.spark_failed, now, this.sparkShape);
       if (b.retry_in_ms !== null) probeAt[b.tool] = now + b.retry_in_ms;
     }
     this.breakers = list;
@@ -427,7 +428,7 @@ export class ConsoleStore implements StreamSink {
         this.refresher?.announce(e.slice, e.revision);
         return false;
       case 'loop_guard':
-        this.notices = [{ seq: env.seq, ts_ms: env.ts_ms, level: loopLevel(e.level), tool: e.tool, session: e.session }, ...this.notices].slice(
+        this.notices = [{ seq: env.seq, ts_ms: env.ts_ms, level: e.level, tool: e.tool, session: e.session }, ...this.notices].slice(
           0,
           NOTICES,
         );
@@ -533,7 +534,7 @@ export class ConsoleStore implements StreamSink {
     const b = this.breakers.find((x) => x.tool === tool);
     if (!b || isNeutral(o)) return;
     const failed = countsAsFailure(o);
-    const spark = bump(this.sparks[tool] ?? sparkFrom([], [], ts_ms), ts_ms, failed);
+    const spark = bump(this.sparks[tool] ?? sparkFrom([], [], ts_ms, this.sparkShape), ts_ms, failed);
     this.sparks = { ...this.sparks, [tool]: spark };
     const totals = sparkTotals(spark);
     b.calls = totals.calls;
@@ -553,7 +554,7 @@ export class ConsoleStore implements StreamSink {
       risk: e.risk,
       rule: e.rule,
       reason: e.reason,
-      caller: callerText(e.caller),
+      caller: e.caller.text,
       created_ms: ts_ms,
       expires_ms: e.expires_ms,
       status: 'pending',

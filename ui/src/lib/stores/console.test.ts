@@ -49,7 +49,7 @@ describe('ConsoleStore', () => {
     s.reset(snap, 'initial');
     expect(s.loaded).toBe(true);
     expect(s.pending.map((p) => p.id)).toEqual([41, 42, 43]);
-    expect(s.pending[0]?.caller).toBe('claude-desktop · pid 48213');
+    expect(s.pending[0]?.caller).toBe('socket claude-desktop pid 48213 via bridge pid 48230');
     expect(s.liveSize).toBe(500);
     const ts = s.live.toArray().map((r) => r.ts_ms);
     expect(ts).toEqual([...ts].sort((a, b) => a - b));
@@ -82,7 +82,7 @@ describe('ConsoleStore', () => {
     s.push(env({ type: 'call_received', call_id: 7, tool: 'fs_read', caller: 'cursor', session: 's' }, 100));
     m.run();
     expect(s.live.last()).toMatchObject({ call_id: 7, outcome: 'running', elapsed_us: null });
-    s.push(env({ type: 'call_finished', call_id: 7, tool: 'fs_read', elapsed: 840, outcome: { status: 'err', kind: 'timeout', message: 'slow' } }, 101));
+    s.push(env({ type: 'call_finished', call_id: 7, tool: 'fs_read', elapsed: 840, outcome: { status: 'err', kind: 'timeout', message: 'slow', counts_as_failure: true } }, 101));
     m.run();
     expect(s.liveSize).toBe(1);
     expect(s.liveRow(7)).toMatchObject({ outcome: 'error' });
@@ -126,12 +126,12 @@ describe('ConsoleStore', () => {
     const seen: string[] = [];
     s.onEvent((e) => seen.push(`${e.event.type}:${s.pending.length}`));
     s.push(
-      env({ type: 'approval_requested', id: 50, call_id: 1, tool: 'x', risk: 'high', rule: 'r', reason: 'why', caller: { via: 'socket', pid: 4, uid: 1000, exe: '/usr/bin/node', bridge_pid: null, client_name: 'c', agent_id: null }, expires_ms: 10_000_000 + 1 }),
+      env({ type: 'approval_requested', id: 50, call_id: 1, tool: 'x', risk: 'high', rule: 'r', reason: 'why', caller: { via: 'socket', pid: 4, uid: 1000, exe: '/usr/bin/node', bridge_pid: null, client_name: 'c', agent_id: null, text: 'socket c pid 4' }, expires_ms: 10_000_000 + 1 }),
     );
     m.run();
     expect(s.pending.map((p) => p.id)).toEqual([50, 41, 42, 43]);
     // Worded like a request from the snapshot, not the engine's raw text.
-    expect(s.pending[0]?.caller).toBe('c · node · pid 4');
+    expect(s.pending[0]?.caller).toBe('socket c pid 4');
     expect(seen).toEqual(['approval_requested:4']);
   });
 
@@ -159,8 +159,8 @@ describe('ConsoleStore', () => {
     const before = s.breakers.find((b) => b.tool === 'shell_exec');
     const f0 = before?.failures ?? 0;
     const c0 = before?.calls ?? 0;
-    s.push(env({ type: 'call_finished', call_id: 1, tool: 'shell_exec', elapsed: 1, outcome: { status: 'err', kind: 'denied', message: 'no' } }, 1));
-    s.push(env({ type: 'call_finished', call_id: 2, tool: 'shell_exec', elapsed: 1, outcome: { status: 'err', kind: 'connection', message: 'reset' } }, 2));
+    s.push(env({ type: 'call_finished', call_id: 1, tool: 'shell_exec', elapsed: 1, outcome: { status: 'err', kind: 'denied', message: 'no', counts_as_failure: false } }, 1));
+    s.push(env({ type: 'call_finished', call_id: 2, tool: 'shell_exec', elapsed: 1, outcome: { status: 'err', kind: 'connection', message: 'reset', counts_as_failure: true } }, 2));
     m.run();
     const after = s.breakers.find((b) => b.tool === 'shell_exec');
     expect(after?.failures).toBe(f0 + 1);

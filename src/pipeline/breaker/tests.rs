@@ -609,24 +609,3 @@ proptest! {
         }
     }
 }
-
-#[test]
-fn latency_percentiles_are_nearest_rank_over_the_recent_calls() {
-    let mut l = Latencies::default();
-    assert_eq!(l.percentiles(), None);
-    // Out of order, 1..=100 ms.
-    for ms in (1..=100u64).rev() {
-        l.record(Duration::from_millis(ms));
-    }
-    let ms = |d: Duration| d.as_millis();
-    let [p50, p90, p99] = l.percentiles().unwrap();
-    assert_eq!((ms(p50), ms(p90), ms(p99)), (50, 90, 99));
-    // Only the last LATENCY_SAMPLES count: slow calls long ago fall out.
-    for _ in 0..LATENCY_SAMPLES {
-        l.record(Duration::from_millis(7));
-    }
-    assert_eq!(l.percentiles().unwrap(), [Duration::from_millis(7); 3]);
-    let mut one = Latencies::default();
-    one.record(Duration::from_millis(3));
-    assert_eq!(one.percentiles().unwrap(), [Duration::from_millis(3); 3]);
-}
