@@ -1,4 +1,4 @@
-//! Notifications observed for real (issue 15, "Show"): Debian's `dunst` on
+//! Notifications observed for real: Debian's `dunst` on
 //! a private D-Bus session, the shell's own notifier and loop, and
 //! `dbus-monitor` as the witness of what went over the bus.
 //!
