@@ -30,6 +30,7 @@ mod handle;
 mod inert;
 mod matcher;
 mod queue;
+mod remembered;
 mod rules;
 mod scope;
 mod store;
@@ -45,10 +46,8 @@ pub use defaults::{READ_TOOLS, RISK_TABLE, SHELL_TOOLS, WRITE_TOOLS, default_rul
 pub use handle::{PolicyHandle, VersionedPolicy};
 pub use inert::{INERT_COMMANDS, INERT_LINES};
 pub use matcher::{ArgCondition, Pattern, PatternError, PatternKind, normalize, pointer_of};
-pub use queue::{
-    Always, Answer, ApprovalOptions, Approvals, Ask, Decided, Decision, NewRule, Resolution,
-    RuleEdit, RuleInUse,
-};
+pub use queue::{Always, Answer, ApprovalOptions, Approvals, Ask, Decided, Decision, Resolution};
+pub use remembered::{NewRule, RuleEdit, RuleInUse};
 pub use rules::{
     Assessment, CallerMatch, CallerPolicy, Effect, PolicyConfig, Preset, PresetSpec, Rule, Verdict,
     risk_str, tool_glob,
@@ -227,3 +226,5 @@ impl Liveness for ProcessLiveness {
 
 #[cfg(test)]
 mod engine_tests;
+#[cfg(test)]
+mod testing;
