@@ -31,7 +31,6 @@ use tokio::sync::{broadcast, oneshot};
 use tokio_util::task::TaskTracker;
 
 use super::remembered::{RuleSet, ms};
-use super::rules::Assessment;
 use super::scope::{CallerInfo, CallerKey, Scope, ScopeSpec};
 use super::store::{self, ApprovalRequest, Closing, RememberedRule, RuleEffect};
 use super::{ApprovalError, ApprovalStatus, Clock, Liveness, ProcessLiveness, SystemClock};
@@ -40,6 +39,7 @@ use crate::cancel::{Cancel, CancelReason};
 use crate::canonical::call_hash;
 use crate::context::Caller;
 use crate::events::{Event, EventBus, RuleChange};
+use crate::policy::Assessment;
 
 /// How often pending rows past their expiry are closed. Live calls time
 /// out on their own; the sweep catches requests nobody waits on (recovered

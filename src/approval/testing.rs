@@ -13,6 +13,7 @@ use crate::audit::AuditLog;
 use crate::cancel::Cancel;
 use crate::context::Caller;
 use crate::events::{Event, EventBus};
+use crate::policy::{Assessment, Verdict};
 use crate::tool::Risk;
 
 pub(super) const T0: i64 = 1_800_000_000_000;

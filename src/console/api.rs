@@ -82,7 +82,7 @@ pub struct ScopeBody {
 #[serde(deny_unknown_fields)]
 pub struct PolicyPut {
     /// The whole policy as edited.
-    pub doc: crate::config::edit::PolicyDoc,
+    pub doc: crate::policy::document::PolicyDoc,
     /// `version` of the policy the edit started from.
     #[ts(type = "number")]
     pub base_version: u64,

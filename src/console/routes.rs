@@ -30,8 +30,8 @@ use super::auth::COOKIE;
 use super::error::{ApiError, Code};
 use super::guard::{self, Gate};
 use super::{Console, assets};
-use crate::config::edit::{FieldError, PolicyDoc};
-use crate::policy_edit::Validation;
+use crate::policy::document::{FieldError, PolicyDoc};
+use crate::policy::editor::Validation;
 use crate::wire::DecisionBody;
 
 /// How often an idle event stream sends `: keepalive`

@@ -693,7 +693,7 @@ export function policyView(): PolicyView {
         { ...RULE, tool: 'github__*', verdict: 'ask', timeout_s: 300, reason: 'anything on GitHub acts under my account' },
       ],
     },
-    // As `policy_edit::effective` words it.
+    // As `policy::editor::effective` words it.
     effective: [
       'preset default: asks at high, asks for external tools; a person has 120 s to answer',
       'config rule policy.rules[0]: `shell_exec` with command glob `cargo *` → risk medium (cargo builds and tests are routine here)',

@@ -120,7 +120,7 @@ export type AuditOutcome = 'ok' | 'tool_error' | 'error' | 'cancelled' | 'denied
 /** The console's error codes (`console::error::Code`). */
 export type ApiErrorCode = ErrorCode;
 
-/** A policy preset (`approval::rules::Preset`; inline in `PolicyDoc`). */
+/** A policy preset (`policy::Preset`; inline in `PolicyDoc`). */
 export type Preset = PolicyDoc['preset'];
 
 /** POST /api/approvals/{id}/scope body. */
