@@ -348,7 +348,7 @@ pub struct AuditQuery {
     pub limit: Option<u32>,
 }
 
-/// Export formats.
+/// Export formats: `format=` of the audit export, on every transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 pub enum ExportFormat {
