@@ -23,8 +23,8 @@ use crate::error::ErrorKind;
 use crate::events::Event;
 use crate::tool::{Annotations, Content, ParamGuard, Risk, Trust};
 use crate::upstream::{InjectionFlag, PinRecord, ServerStatus};
-use crate::wire::AlwaysInput;
 use crate::wire::BreakerState;
+use crate::wire::{AlwaysInput, CallOutcome};
 
 /// One event of the live stream, numbered.
 #[derive(Debug, Clone, Serialize, TS)]
@@ -242,10 +242,11 @@ pub struct CallSummary {
     pub session: String,
     /// `allowed` (the tool ran) or `refused`.
     pub decision: String,
-    /// `ok`, `tool_error` or `error`.
-    pub outcome: String,
-    /// The error class, for `error`.
-    pub error_kind: Option<String>,
+    /// How it ended.
+    pub outcome: CallOutcome,
+    /// The error class, for `error` and `cancelled` (absent when the row
+    /// names a class this version does not know).
+    pub error_kind: Option<ErrorKind>,
     /// The message the agent got, for `error`.
     pub error_message: Option<String>,
     /// Time in the pipeline, µs.

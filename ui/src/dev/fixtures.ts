@@ -11,6 +11,7 @@ import type {
   CallDetail,
   CallSummary,
   CallerInfo,
+  ErrorKind,
   ConnectInfo,
   Envelope,
   JsonValue,
@@ -144,7 +145,7 @@ export function stagesFor(exec_us: number, r: () => number): [StageName, number]
 }
 
 /** Error classes as the audit log stores them (`ErrorKind::as_str`, so `upstream_5xx`). */
-const ERRORS: [string, string][] = [
+const ERRORS: [ErrorKind, string][] = [
   ['timeout', 'the call ran past its 30 s timeout'],
   ['connection', 'upstream `web` closed the connection (broken pipe)'],
   ['upstream_5xx', 'upstream `web` answered 502 Bad Gateway'],
@@ -163,7 +164,7 @@ export function callAt(i: number, ts_ms: number, r: () => number): CallSummary {
   const fast = tool.startsWith('fs_') || tool === 'shell_exec';
   const exec = Math.round(fast ? 40 + r() * 900 : 18_000 + r() * r() * 900_000);
   let outcome: CallSummary['outcome'] = 'ok';
-  let kind: string | null = null;
+  let kind: ErrorKind | null = null;
   let message: string | null = null;
   if (tool === 'web__fetch' && roll < 0.45) {
     outcome = 'error';

@@ -25,6 +25,7 @@ export type { AuditQuery } from '../../bindings/AuditQuery';
 export type { BreakerState } from '../../bindings/BreakerState';
 export type { BreakerView } from '../../bindings/BreakerView';
 export type { CallDetail } from '../../bindings/CallDetail';
+export type { CallOutcome } from '../../bindings/CallOutcome';
 export type { CallSummary } from '../../bindings/CallSummary';
 export type { CallerInfo } from '../../bindings/CallerInfo';
 export type { BarrierLevel } from '../../bindings/BarrierLevel';
@@ -99,7 +100,9 @@ export type { ToolSummary } from '../../bindings/ToolSummary';
 export type { Trust } from '../../bindings/Trust';
 export type { JsonValue } from '../../bindings/serde_json/JsonValue';
 
+import type { CallOutcome } from '../../bindings/CallOutcome';
 import type { ErrorCode } from '../../bindings/ErrorCode';
+import type { ErrorKind } from '../../bindings/ErrorKind';
 import type { Event } from '../../bindings/Event';
 import type { PolicyDoc } from '../../bindings/PolicyDoc';
 import type { ScopeBody } from '../../bindings/ScopeBody';
@@ -115,7 +118,7 @@ export type EventOf<T extends EventType> = Extract<Event, { type: T }>;
  * Audit `outcome` filter: a column value, or any error class
  * (`control::audit_query::outcome_filter`).
  */
-export type AuditOutcome = 'ok' | 'tool_error' | 'error' | 'cancelled' | 'denied' | 'timeout' | 'policy_denied' | 'breaker_open';
+export type AuditOutcome = CallOutcome | ErrorKind;
 
 /** The console's error codes (`console::error::Code`). */
 export type ApiErrorCode = ErrorCode;

@@ -14,7 +14,9 @@ import type {
   BarrierStatus,
   BreakerView,
   CancelReason,
+  CallOutcome,
   CallSummary,
+  ErrorKind,
   InFlight,
   EngineInfo,
   Envelope,
@@ -69,8 +71,8 @@ export interface LiveRow {
   session: string;
   /** `running` until it finished; then as the audit log says it. */
   outcome: LiveOutcome;
-  /** The error class (audit rows carry it as text). */
-  error_kind: string | null;
+  /** The error class. */
+  error_kind: ErrorKind | null;
   error_message: string | null;
   elapsed_us: number | null;
   /** `[stage, µs]`, innermost first (stage names as the audit log has them). */
@@ -78,11 +80,11 @@ export interface LiveRow {
   output_size: number | null;
 }
 
-export type LiveOutcome = 'running' | 'ok' | 'tool_error' | 'error' | 'cancelled';
+export type LiveOutcome = 'running' | Exclude<CallOutcome, 'unknown'>;
 
 /** An audit row's outcome as a live one (an unknown future value reads as an error). */
-function liveOutcome(o: string): LiveOutcome {
-  return o === 'ok' || o === 'tool_error' || o === 'cancelled' ? o : 'error';
+function liveOutcome(o: CallOutcome): LiveOutcome {
+  return o === 'unknown' ? 'error' : o;
 }
 
 /** A passing note (loop guard) shown in the feed. */
