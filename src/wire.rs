@@ -284,7 +284,10 @@ mod tests {
             assert_eq!(serde_json::to_value(o).unwrap(), o.as_str());
         }
         assert_eq!(CallOutcome::parse("vanished"), CallOutcome::Unknown);
-        assert_eq!(ErrorKind::parse("upstream_5xx"), Some(ErrorKind::Upstream5xx));
+        assert_eq!(
+            ErrorKind::parse("upstream_5xx"),
+            Some(ErrorKind::Upstream5xx)
+        );
         assert_eq!(ErrorKind::parse("a_class_from_the_future"), None);
     }
 

@@ -146,6 +146,20 @@ pub struct SparkShape {
     pub buckets: u32,
 }
 
+/// The breaker limits of a tool without its own `[tools.NAME]` breaker:
+/// sent with the snapshot so a view that meets a breaker between snapshots
+/// (its first transition) shows the engine's numbers instead of a copy of
+/// them. Tools with an override get their own in their [`BreakerView`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+pub struct BreakerLimits {
+    /// Failures inside the window that open the breaker.
+    pub threshold: u32,
+    /// The window failures are counted in, seconds.
+    pub window_s: u64,
+    /// How long an open breaker fails fast, seconds.
+    pub cooldown_s: u64,
+}
+
 /// Call-time percentiles, in milliseconds (fractions kept: built-in tools
 /// answer in microseconds).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, TS)]
@@ -498,6 +512,8 @@ pub struct Snapshot {
     pub breakers: Vec<BreakerView>,
     /// How their sparklines bucket calls.
     pub spark: SparkShape,
+    /// The limits of a breaker not listed yet.
+    pub breaker_defaults: BreakerLimits,
     /// Upstream servers.
     pub servers: Vec<ServerStatus>,
     /// Quarantined upstream tools.

@@ -76,6 +76,9 @@ export const PRAISON: CallerInfo = {
 /** The demo engine's sparkline buckets (a real snapshot says its own). */
 export const SPARK = { bucket_ms: 5_000, buckets: 24 };
 
+/** The demo engine's breaker limits (a real snapshot says its own). */
+export const BREAKER_DEFAULTS = { threshold: 5, window_s: 60, cooldown_s: 30 };
+
 /**
  * Whether the demo engine's breaker counts an error class: the demo stands
  * in for the engine, which sends `CallError::counts_as_failure` itself.
@@ -475,6 +478,7 @@ export function snapshot(now = NOW, seq = 18_422): Snapshot {
     recent_approvals: recentApprovals(now),
     breakers: b,
     spark: SPARK,
+    breaker_defaults: BREAKER_DEFAULTS,
     servers: s,
     quarantined: q,
     tools: TOOLS,

@@ -22,6 +22,7 @@ export type { ApproveInput } from '../../bindings/ApproveInput';
 export type { ArgClause } from '../../bindings/ArgClause';
 export type { AuditPage } from '../../bindings/AuditPage';
 export type { AuditQuery } from '../../bindings/AuditQuery';
+export type { BreakerLimits } from '../../bindings/BreakerLimits';
 export type { BreakerState } from '../../bindings/BreakerState';
 export type { BreakerView } from '../../bindings/BreakerView';
 export type { CallDetail } from '../../bindings/CallDetail';

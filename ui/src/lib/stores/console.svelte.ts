@@ -12,6 +12,7 @@ import type {
   ApprovalRequest,
   ApprovalStatus,
   BarrierStatus,
+  BreakerLimits,
   BreakerView,
   CancelReason,
   CallOutcome,
@@ -212,6 +213,8 @@ export class ConsoleStore implements StreamSink {
    * first one there are no breakers, so no spark is made from this.
    */
   sparkShape = $state.raw<SparkShape>({ bucket_ms: 1, buckets: 0 });
+  /** The limits of a breaker the snapshot did not list, from each snapshot (events apply only after one). */
+  breakerDefaults = $state.raw<BreakerLimits>({ threshold: 0, window_s: 0, cooldown_s: 0 });
   /** When each open breaker admits a probe (unix ms). */
   probeAt = $state<Record<string, number>>({});
   servers = $state<ServerStatus[]>([]);
@@ -280,6 +283,7 @@ export class ConsoleStore implements StreamSink {
     this.pending = snap.pending.map(itemFromRequest).sort(bySoonest);
     this.recent = snap.recent_approvals.map((r) => ({ ...itemFromRequest(r), mine: this.mine.has(r.id) }));
     this.sparkShape = snap.spark;
+    this.breakerDefaults = snap.breaker_defaults;
     this.setBreakers(snap.breakers);
     this.servers = snap.servers;
     this.quarantined = snap.quarantined;
@@ -604,9 +608,7 @@ export class ConsoleStore implements StreamSink {
         tool,
         state: to,
         failures: 0,
-        threshold: 5,
-        window_s: 60,
-        cooldown_s: 30,
+        ...this.breakerDefaults,
         error_pct: 0,
         calls: 0,
         retry_in_ms: null,
