@@ -47,7 +47,7 @@ use crate::guard::protect::OwnFiles;
 use crate::local_http::new_token;
 use crate::mcp::http::HttpEndpoint;
 use crate::mcp::{McpServer, ServerOptions};
-use crate::policy_edit::{PolicyEditor, SharedOverrides};
+use crate::policy::editor::{PolicyEditor, SharedOverrides};
 use crate::secrets::open_keychain;
 use crate::setup::{self, Env, SetupError};
 use crate::socket::{AgentSocket, BridgeExes, SocketError};

@@ -21,7 +21,7 @@ use tokio::sync::broadcast;
 use tokio::time::Instant;
 
 use crate::agent_ids::AgentIds;
-use crate::approval::{Approvals, PolicyHandle};
+use crate::approval::Approvals;
 use crate::audit::AuditLog;
 use crate::cancel::Cancel;
 use crate::config::Config;
@@ -34,6 +34,7 @@ use crate::pipeline::guards::GuardConfig;
 use crate::pipeline::hooks::Hook;
 use crate::pipeline::loop_guard::LoopGuard;
 use crate::pipeline::{self, Call, CallResult, Parts, Pipeline};
+use crate::policy::PolicyHandle;
 use crate::registry::Registry;
 use crate::settings::Settings;
 use crate::tool::{Content, ToolDef, ToolResult};

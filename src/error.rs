@@ -62,6 +62,15 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// Reads a name written by [`Self::as_str`]. `None` for a name this
+    /// version does not know: the audit log keeps classes as text, and a
+    /// newer toolgate may have written one added since.
+    pub fn parse(s: &str) -> Option<Self> {
+        use serde::Deserialize;
+        use serde::de::value::{Error, StrDeserializer};
+        Self::deserialize(StrDeserializer::<Error>::new(s)).ok()
+    }
+
     /// The snake_case name used on the wire and in the audit log.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -138,6 +138,49 @@ impl LoopLevel {
     }
 }
 
+/// How an audited call ended: the audit row's `outcome` column, as the
+/// console lists it. The column is text and only ever gains values, so a
+/// value this version does not know (a row written by a newer toolgate)
+/// reads as [`CallOutcome::Unknown`] instead of failing the page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum CallOutcome {
+    /// The tool ran and returned a result.
+    Ok,
+    /// The tool ran and marked its result as an error.
+    ToolError,
+    /// The call failed or was refused; the row's `error_kind` says why.
+    Error,
+    /// The call's owner ended it before it finished.
+    Cancelled,
+    /// A value this version does not know.
+    Unknown,
+}
+
+impl CallOutcome {
+    /// The stored word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::ToolError => "tool_error",
+            Self::Error => "error",
+            Self::Cancelled => "cancelled",
+            Self::Unknown => "unknown",
+        }
+    }
+
+    /// Reads the stored word; see the type's docs for unknown ones.
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "ok" => Self::Ok,
+            "tool_error" => Self::ToolError,
+            "error" => Self::Error,
+            "cancelled" => Self::Cancelled,
+            _ => Self::Unknown,
+        }
+    }
+}
+
 /// How a call ended, without its content.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 #[serde(tag = "status", rename_all = "snake_case")]
@@ -228,6 +271,25 @@ pub(crate) fn write_caller(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn audit_outcomes_read_back_and_a_newer_one_reads_as_unknown() {
+        for o in [
+            CallOutcome::Ok,
+            CallOutcome::ToolError,
+            CallOutcome::Error,
+            CallOutcome::Cancelled,
+        ] {
+            assert_eq!(CallOutcome::parse(o.as_str()), o);
+            assert_eq!(serde_json::to_value(o).unwrap(), o.as_str());
+        }
+        assert_eq!(CallOutcome::parse("vanished"), CallOutcome::Unknown);
+        assert_eq!(
+            ErrorKind::parse("upstream_5xx"),
+            Some(ErrorKind::Upstream5xx)
+        );
+        assert_eq!(ErrorKind::parse("a_class_from_the_future"), None);
+    }
 
     #[test]
     fn an_errors_outcome_says_whether_the_breaker_counts_it() {

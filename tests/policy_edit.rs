@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolgate::policy_edit::EditError;
+use toolgate::policy::editor::EditError;
 
 use crate::common::daemon::{Raw, TestDaemon};
 

@@ -17,6 +17,7 @@ use crate::config::Config;
 use crate::context::{CallContext, Caller, Session};
 use crate::error::ErrorKind;
 use crate::events::{Event, EventBus};
+use crate::policy::{PolicyConfig, Preset};
 use crate::tool::{JsonObject, Risk, Tool, ToolDef, ToolName, ToolResult};
 use crate::{CallReply, Engine};
 

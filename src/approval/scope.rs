@@ -31,11 +31,11 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::matcher::{ArgCondition, Pattern, PatternError, PatternKind, pointer_of};
-use super::rules::tool_glob;
 use crate::call_key::CallKey;
 use crate::canonical::call_hash;
 use crate::context::Caller;
+use crate::policy::tool_glob;
+use crate::policy::{ArgCondition, Pattern, PatternError, PatternKind, pointer_of};
 use crate::wire::{CallerView, write_caller};
 
 /// A caller as stored with a request. It is sent as a [`CallerView`],

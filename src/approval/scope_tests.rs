@@ -4,7 +4,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::approval::matcher::normalize;
+use crate::policy::normalize;
 
 fn who(client: &str) -> CallerInfo {
     CallerInfo {

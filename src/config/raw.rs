@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::pipeline::policy::{Preset, Verdict};
+use crate::policy::{Preset, Verdict};
 use crate::tool::Risk;
 
 /// The whole file.

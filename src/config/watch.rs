@@ -124,7 +124,7 @@ impl ConfigWriter {
         &self.path
     }
 
-    /// Replaces the file with `text` atomically (see [`super::edit::save`])
+    /// Replaces the file with `text` atomically (see [`crate::policy::document::save`])
     /// and records `config`, the already-validated form of `text`, as the
     /// one in force, without waking the config's subscribers: the caller
     /// applies it itself.
@@ -139,7 +139,7 @@ impl ConfigWriter {
             .last_text
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        super::edit::save(&self.path, text)?;
+        crate::policy::document::save(&self.path, text)?;
         *last = Some(text.to_owned());
         self.config.send_if_modified(|c| {
             *c = Arc::new(config);

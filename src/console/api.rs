@@ -18,6 +18,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::error::ApiError;
+use crate::control::types::ExportFormat;
 use crate::wire::DecisionBody;
 
 /// A console answer or its error.
@@ -82,7 +83,7 @@ pub struct ScopeBody {
 #[serde(deny_unknown_fields)]
 pub struct PolicyPut {
     /// The whole policy as edited.
-    pub doc: crate::config::edit::PolicyDoc,
+    pub doc: crate::policy::document::PolicyDoc,
     /// `version` of the policy the edit started from.
     #[ts(type = "number")]
     pub base_version: u64,
@@ -90,16 +91,6 @@ pub struct PolicyPut {
 
 /// Body of `POST /api/policy/test`: the control service's input.
 pub type PolicyTestBody = crate::control::policy_test::PolicyTestInput;
-
-/// `format=` of `GET /api/audit/export`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ExportFormat {
-    /// One JSON object per line.
-    Jsonl,
-    /// Comma-separated, with a header row.
-    Csv,
-}
 
 /// A file to download.
 pub struct Export {

@@ -6,11 +6,9 @@
 use futures::StreamExt;
 use serde::Serialize;
 
-use super::api::{
-    Actor, ApiResult, ConsoleApi, EventFeed, Export, ExportFormat, FeedItem, PolicyTestBody,
-};
+use super::api::{Actor, ApiResult, ConsoleApi, EventFeed, Export, FeedItem, PolicyTestBody};
 use super::error::ApiError;
-use crate::control::types::{ApproveInput, AuditQuery, DenyInput};
+use crate::control::types::{ApproveInput, AuditQuery, DenyInput, ExportFormat};
 use crate::control::{Control, ControlError, Decider, StreamItem};
 use crate::wire::{DecisionBody, Surface, Via};
 
@@ -88,10 +86,9 @@ impl ConsoleApi for Control {
     }
 
     async fn audit_export(&self, query: AuditQuery, format: ExportFormat) -> ApiResult<Export> {
-        use crate::control::types::ExportFormat as Format;
-        let (format, content_type, ext) = match format {
-            ExportFormat::Jsonl => (Format::Jsonl, "application/x-ndjson", "jsonl"),
-            ExportFormat::Csv => (Format::Csv, "text/csv; charset=utf-8", "csv"),
+        let (content_type, ext) = match format {
+            ExportFormat::Jsonl => ("application/x-ndjson", "jsonl"),
+            ExportFormat::Csv => ("text/csv; charset=utf-8", "csv"),
         };
         let body = Control::audit_export(self, &query, format).await?;
         Ok(Export {

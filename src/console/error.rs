@@ -8,8 +8,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-use crate::config::edit::FieldError;
-use crate::policy_edit::EditError;
+use crate::policy::document::FieldError;
+use crate::policy::editor::EditError;
 
 /// The stable error codes of the console API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ts_rs::TS)]

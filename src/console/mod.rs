@@ -35,7 +35,7 @@ pub use auth::ConsoleAuth;
 pub use error::{ApiError, Code};
 pub use guard::CSP;
 
-use crate::policy_edit::PolicyEditor;
+use crate::policy::editor::PolicyEditor;
 
 /// Everything the console's routes need.
 #[derive(Debug, Clone)]

@@ -23,15 +23,14 @@ use futures::StreamExt;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::api::{
-    Actor, ApiResult, ConsoleApi, ExportFormat, FeedItem, PolicyPut, PolicyTestBody, ScopeBody,
-};
+use super::api::{Actor, ApiResult, ConsoleApi, FeedItem, PolicyPut, PolicyTestBody, ScopeBody};
 use super::auth::COOKIE;
 use super::error::{ApiError, Code};
 use super::guard::{self, Gate};
 use super::{Console, assets};
-use crate::config::edit::{FieldError, PolicyDoc};
-use crate::policy_edit::Validation;
+use crate::control::types::ExportFormat;
+use crate::policy::document::{FieldError, PolicyDoc};
+use crate::policy::editor::Validation;
 use crate::wire::DecisionBody;
 
 /// How often an idle event stream sends `: keepalive`

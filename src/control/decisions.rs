@@ -17,8 +17,9 @@ use super::types::{
 use super::{Control, ControlError};
 pub use crate::approval::Decider;
 use crate::approval::{
-    Approvals, CallerInfo, Decision, PatternKind, RememberedRule, RuleEffect, ScopeDef, ScopeError,
+    Approvals, CallerInfo, Decision, RememberedRule, RuleEffect, ScopeDef, ScopeError,
 };
+use crate::policy::PatternKind;
 use crate::wire::AlwaysInput;
 
 /// Longest "always" expiry: ten years. Longer is a typo (and would

@@ -7,12 +7,12 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::SliceView;
-use crate::approval::PolicyConfig;
 use crate::control::testing::{Rig, session};
 use crate::control::types::{DenyInput, ToolState};
 use crate::control::{Decider, StreamItem, Subscription};
 use crate::events::Event;
 use crate::pipeline::allowlist::ToolFilter;
+use crate::policy::PolicyConfig;
 use crate::slices::Slice;
 use crate::tool::{ToolDef, ToolName, ToolResult};
 

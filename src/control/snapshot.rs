@@ -74,6 +74,7 @@ impl Control {
             recent_approvals,
             breakers,
             spark: self.spark_shape(),
+            breaker_defaults: self.breaker_defaults(),
             servers,
             quarantined,
             tools,

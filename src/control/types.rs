@@ -23,8 +23,8 @@ use crate::error::ErrorKind;
 use crate::events::Event;
 use crate::tool::{Annotations, Content, ParamGuard, Risk, Trust};
 use crate::upstream::{InjectionFlag, PinRecord, ServerStatus};
-use crate::wire::AlwaysInput;
 use crate::wire::BreakerState;
+use crate::wire::{AlwaysInput, CallOutcome};
 
 /// One event of the live stream, numbered.
 #[derive(Debug, Clone, Serialize, TS)]
@@ -146,6 +146,20 @@ pub struct SparkShape {
     pub buckets: u32,
 }
 
+/// The breaker limits of a tool without its own `[tools.NAME]` breaker:
+/// sent with the snapshot so a view that meets a breaker between snapshots
+/// (its first transition) shows the engine's numbers instead of a copy of
+/// them. Tools with an override get their own in their [`BreakerView`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+pub struct BreakerLimits {
+    /// Failures inside the window that open the breaker.
+    pub threshold: u32,
+    /// The window failures are counted in, seconds.
+    pub window_s: u64,
+    /// How long an open breaker fails fast, seconds.
+    pub cooldown_s: u64,
+}
+
 /// Call-time percentiles, in milliseconds (fractions kept: built-in tools
 /// answer in microseconds).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, TS)]
@@ -242,10 +256,11 @@ pub struct CallSummary {
     pub session: String,
     /// `allowed` (the tool ran) or `refused`.
     pub decision: String,
-    /// `ok`, `tool_error` or `error`.
-    pub outcome: String,
-    /// The error class, for `error`.
-    pub error_kind: Option<String>,
+    /// How it ended.
+    pub outcome: CallOutcome,
+    /// The error class, for `error` and `cancelled` (absent when the row
+    /// names a class this version does not know).
+    pub error_kind: Option<ErrorKind>,
     /// The message the agent got, for `error`.
     pub error_message: Option<String>,
     /// Time in the pipeline, µs.
@@ -348,7 +363,7 @@ pub struct AuditQuery {
     pub limit: Option<u32>,
 }
 
-/// Export formats.
+/// Export formats: `format=` of the audit export, on every transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 pub enum ExportFormat {
@@ -497,6 +512,8 @@ pub struct Snapshot {
     pub breakers: Vec<BreakerView>,
     /// How their sparklines bucket calls.
     pub spark: SparkShape,
+    /// The limits of a breaker not listed yet.
+    pub breaker_defaults: BreakerLimits,
     /// Upstream servers.
     pub servers: Vec<ServerStatus>,
     /// Quarantined upstream tools.

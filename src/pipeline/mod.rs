@@ -407,7 +407,7 @@ pub struct Parts {
     /// Path and SSRF guard settings.
     pub guards: Arc<guards::GuardConfig>,
     /// The live policy (swapped on config reload).
-    pub policy: crate::approval::PolicyHandle,
+    pub policy: crate::policy::PolicyHandle,
     /// The approval queue; `None` = `ask` refuses with `NeedsApproval`.
     pub approvals: Option<crate::approval::Approvals>,
     /// The breaker stage, shared so the engine can show and reset breakers.

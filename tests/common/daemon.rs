@@ -15,7 +15,7 @@ use toolgate::config::Config;
 use toolgate::console::ConsoleAuth;
 use toolgate::daemon::{Daemon, ServeOptions};
 use toolgate::mcp::ServerOptions;
-use toolgate::policy_edit::PolicyEditor;
+use toolgate::policy::editor::PolicyEditor;
 use toolgate::socket::BridgeExes;
 
 /// A running daemon in a temp dir; `root/` is its file root.

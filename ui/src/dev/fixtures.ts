@@ -11,6 +11,7 @@ import type {
   CallDetail,
   CallSummary,
   CallerInfo,
+  ErrorKind,
   ConnectInfo,
   Envelope,
   JsonValue,
@@ -74,6 +75,9 @@ export const PRAISON: CallerInfo = {
 
 /** The demo engine's sparkline buckets (a real snapshot says its own). */
 export const SPARK = { bucket_ms: 5_000, buckets: 24 };
+
+/** The demo engine's breaker limits (a real snapshot says its own). */
+export const BREAKER_DEFAULTS = { threshold: 5, window_s: 60, cooldown_s: 30 };
 
 /**
  * Whether the demo engine's breaker counts an error class: the demo stands
@@ -144,7 +148,7 @@ export function stagesFor(exec_us: number, r: () => number): [StageName, number]
 }
 
 /** Error classes as the audit log stores them (`ErrorKind::as_str`, so `upstream_5xx`). */
-const ERRORS: [string, string][] = [
+const ERRORS: [ErrorKind, string][] = [
   ['timeout', 'the call ran past its 30 s timeout'],
   ['connection', 'upstream `web` closed the connection (broken pipe)'],
   ['upstream_5xx', 'upstream `web` answered 502 Bad Gateway'],
@@ -163,7 +167,7 @@ export function callAt(i: number, ts_ms: number, r: () => number): CallSummary {
   const fast = tool.startsWith('fs_') || tool === 'shell_exec';
   const exec = Math.round(fast ? 40 + r() * 900 : 18_000 + r() * r() * 900_000);
   let outcome: CallSummary['outcome'] = 'ok';
-  let kind: string | null = null;
+  let kind: ErrorKind | null = null;
   let message: string | null = null;
   if (tool === 'web__fetch' && roll < 0.45) {
     outcome = 'error';
@@ -474,6 +478,7 @@ export function snapshot(now = NOW, seq = 18_422): Snapshot {
     recent_approvals: recentApprovals(now),
     breakers: b,
     spark: SPARK,
+    breaker_defaults: BREAKER_DEFAULTS,
     servers: s,
     quarantined: q,
     tools: TOOLS,
@@ -693,7 +698,7 @@ export function policyView(): PolicyView {
         { ...RULE, tool: 'github__*', verdict: 'ask', timeout_s: 300, reason: 'anything on GitHub acts under my account' },
       ],
     },
-    // As `policy_edit::effective` words it.
+    // As `policy::editor::effective` words it.
     effective: [
       'preset default: asks at high, asks for external tools; a person has 120 s to answer',
       'config rule policy.rules[0]: `shell_exec` with command glob `cargo *` → risk medium (cargo builds and tests are routine here)',

@@ -5,6 +5,7 @@
 import type {
   ApprovalStatus,
   BreakerState,
+  CallOutcome,
   ErrorKind,
   Risk,
   ServerState,
@@ -214,14 +215,14 @@ export function approvalLook(s: ApprovalStatus): Look {
 }
 
 /**
- * How a call ended, as a live row or the audit log says it: `ok`,
- * `tool_error`, `error`, `cancelled` (audit rows), or `running` (live only).
- * Typed `string`: the audit column may grow, and an unknown value still reads.
+ * How a call ended, as a live row or the audit log says it (the engine's
+ * `CallOutcome`, whose `unknown` covers a value newer than this UI), or
+ * `running` (live only).
  */
 export interface CallEnd {
-  outcome: string;
-  /** The error class; audit rows carry it as text. */
-  error_kind?: string | null | undefined;
+  outcome: CallOutcome | 'running';
+  /** The error class (absent when the engine did not know it). */
+  error_kind?: ErrorKind | null | undefined;
 }
 
 const ERROR_WORDS: Record<ErrorKind, Look> = {

@@ -22,9 +22,11 @@ export type { ApproveInput } from '../../bindings/ApproveInput';
 export type { ArgClause } from '../../bindings/ArgClause';
 export type { AuditPage } from '../../bindings/AuditPage';
 export type { AuditQuery } from '../../bindings/AuditQuery';
+export type { BreakerLimits } from '../../bindings/BreakerLimits';
 export type { BreakerState } from '../../bindings/BreakerState';
 export type { BreakerView } from '../../bindings/BreakerView';
 export type { CallDetail } from '../../bindings/CallDetail';
+export type { CallOutcome } from '../../bindings/CallOutcome';
 export type { CallSummary } from '../../bindings/CallSummary';
 export type { CallerInfo } from '../../bindings/CallerInfo';
 export type { BarrierLevel } from '../../bindings/BarrierLevel';
@@ -99,7 +101,9 @@ export type { ToolSummary } from '../../bindings/ToolSummary';
 export type { Trust } from '../../bindings/Trust';
 export type { JsonValue } from '../../bindings/serde_json/JsonValue';
 
+import type { CallOutcome } from '../../bindings/CallOutcome';
 import type { ErrorCode } from '../../bindings/ErrorCode';
+import type { ErrorKind } from '../../bindings/ErrorKind';
 import type { Event } from '../../bindings/Event';
 import type { PolicyDoc } from '../../bindings/PolicyDoc';
 import type { ScopeBody } from '../../bindings/ScopeBody';
@@ -115,12 +119,12 @@ export type EventOf<T extends EventType> = Extract<Event, { type: T }>;
  * Audit `outcome` filter: a column value, or any error class
  * (`control::audit_query::outcome_filter`).
  */
-export type AuditOutcome = 'ok' | 'tool_error' | 'error' | 'cancelled' | 'denied' | 'timeout' | 'policy_denied' | 'breaker_open';
+export type AuditOutcome = CallOutcome | ErrorKind;
 
 /** The console's error codes (`console::error::Code`). */
 export type ApiErrorCode = ErrorCode;
 
-/** A policy preset (`approval::rules::Preset`; inline in `PolicyDoc`). */
+/** A policy preset (`policy::Preset`; inline in `PolicyDoc`). */
 export type Preset = PolicyDoc['preset'];
 
 /** POST /api/approvals/{id}/scope body. */

@@ -7,7 +7,7 @@
  * tool's sparkline and counts (a refusal is neutral: it never reached the
  * tool).
  */
-import type { BreakerView, LastError, Outcome, Snapshot, SparkShape } from '../api/types';
+import type { BreakerLimits, BreakerView, LastError, Outcome, Snapshot, SparkShape } from '../api/types';
 import { bump, countsAsFailure, isNeutral, sparkFrom, sparkTotals, type Spark } from '../spark';
 
 /** The breaker's last counted failure, from a call_finished outcome. */
@@ -26,12 +26,15 @@ export class BreakersStore {
    * first one there are no breakers, so no spark is made from this.
    */
   shape = $state.raw<SparkShape>({ bucket_ms: 1, buckets: 0 });
+  /** The limits of a breaker the snapshot did not list, from each snapshot (events apply only after one). */
+  defaults = $state.raw<BreakerLimits>({ threshold: 0, window_s: 0, cooldown_s: 0 });
   /** When each open breaker admits a probe (unix ms). */
   probeAt = $state<Record<string, number>>({});
   open = $derived(this.list.filter((b) => b.state === 'open').length);
 
   reset(snap: Snapshot, now: number): void {
     this.shape = snap.spark;
+    this.defaults = snap.breaker_defaults;
     this.set(snap.breakers, now);
   }
 
@@ -71,9 +74,7 @@ export class BreakersStore {
         tool,
         state: to,
         failures: 0,
-        threshold: 5,
-        window_s: 60,
-        cooldown_s: 30,
+        ...this.defaults,
         error_pct: 0,
         calls: 0,
         retry_in_ms: null,

@@ -7,7 +7,7 @@
  * one): `version` moves when it changed, and the reading methods touch it
  * so a view that reads them re-runs.
  */
-import type { CallSummary, CancelReason, EventOf, InFlight, LoopLevel, Snapshot } from '../api/types';
+import type { CallOutcome, CallSummary, CancelReason, ErrorKind, EventOf, InFlight, LoopLevel, Snapshot } from '../api/types';
 import { Ring } from '../ring';
 
 /** One call in the live feed. */
@@ -19,8 +19,8 @@ export interface LiveRow {
   session: string;
   /** `running` until it finished; then as the audit log says it. */
   outcome: LiveOutcome;
-  /** The error class (audit rows carry it as text). */
-  error_kind: string | null;
+  /** The error class. */
+  error_kind: ErrorKind | null;
   error_message: string | null;
   elapsed_us: number | null;
   /** `[stage, µs]`, innermost first (stage names as the audit log has them). */
@@ -28,7 +28,7 @@ export interface LiveRow {
   output_size: number | null;
 }
 
-export type LiveOutcome = 'running' | 'ok' | 'tool_error' | 'error' | 'cancelled';
+export type LiveOutcome = 'running' | Exclude<CallOutcome, 'unknown'>;
 
 /** A passing note (loop guard) shown in the feed. */
 export interface Notice {
@@ -45,8 +45,8 @@ const NOTICES = 20;
 const RETRY_CALLS = 5_000;
 
 /** An audit row's outcome as a live one (an unknown future value reads as an error). */
-function liveOutcome(o: string): LiveOutcome {
-  return o === 'ok' || o === 'tool_error' || o === 'cancelled' ? o : 'error';
+function liveOutcome(o: CallOutcome): LiveOutcome {
+  return o === 'unknown' ? 'error' : o;
 }
 
 function rowFromSummary(c: CallSummary): LiveRow {

@@ -29,11 +29,11 @@ use std::sync::Arc;
 use serde::Serialize;
 use ts_rs::TS;
 
+use super::document::{self, Context, FieldError, PolicyDoc, Validated};
 use crate::Engine;
-use crate::approval::{Effect, PolicyConfig, Preset, risk_str};
 use crate::config::Config;
-use crate::config::edit::{self, Context, FieldError, PolicyDoc, Validated};
 use crate::config::watch::ConfigWriter;
+use crate::policy::{Effect, PolicyConfig, Preset, risk_str};
 
 /// What the console changes live but other parts of the file do not.
 pub const RESTART_NEEDED: [&str; 3] = [
@@ -222,7 +222,7 @@ impl PolicyEditor {
     pub fn read(&self) -> Result<PolicyView, EditError> {
         let version = self.inner.engine.policy().version();
         let text = self.text()?;
-        let mut doc = edit::read(&text, self.path()?).map_err(|e| {
+        let mut doc = document::read(&text, self.path()?).map_err(|e| {
             EditError::Invalid(vec![FieldError {
                 field: None,
                 message: e.to_string(),
@@ -251,7 +251,7 @@ impl PolicyEditor {
             .path
             .as_deref()
             .unwrap_or(Path::new("config.toml"));
-        edit::validate(
+        document::validate(
             text,
             doc,
             &Context {
@@ -274,7 +274,7 @@ impl PolicyEditor {
         Ok(match self.check(&text, doc) {
             Ok(v) => Validation {
                 ok: true,
-                diff: edit::diff(&text, &v.text),
+                diff: document::diff(&text, &v.text),
                 errors: Vec::new(),
                 warnings: v.warnings,
             },
@@ -306,7 +306,7 @@ impl PolicyEditor {
         let path = self.path()?.to_owned();
         let text = self.text()?;
         let v = self.check(&text, doc).map_err(EditError::Invalid)?;
-        let diff = edit::diff(&text, &v.text);
+        let diff = document::diff(&text, &v.text);
         // fsync can take a while on a busy disk: off the async workers.
         let (writer, text, config, p2) = (
             self.inner.writer.clone(),
@@ -316,7 +316,7 @@ impl PolicyEditor {
         );
         let write = tokio::task::spawn_blocking(move || match writer {
             Some(w) => w.write(&text, config),
-            None => edit::save(&p2, &text),
+            None => document::save(&p2, &text),
         })
         .await
         .unwrap_or_else(|e| Err(std::io::Error::other(e)));

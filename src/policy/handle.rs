@@ -73,7 +73,7 @@ impl PolicyHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::approval::rules::Preset;
+    use crate::policy::Preset;
 
     #[test]
     fn every_swap_increments_the_version_and_is_announced() {
