@@ -83,7 +83,7 @@ describe('LiveStore', () => {
     const s = new LiveStore();
     const base = { ...demoSnapshot(10_000_000), recent_calls: [] };
     s.reset({ ...base, in_flight: [{ call_id: 900, ts_ms: 9_999_000, tool: 'shell_exec', caller: 'c', session: 's' }] });
-    const done = { ...demoSnapshot(10_000_000).recent_calls[0]!, call_id: 900, ts_ms: 9_999_000, outcome: 'ok' };
+    const done = { ...demoSnapshot(10_000_000).recent_calls[0]!, call_id: 900, ts_ms: 9_999_000, outcome: 'ok' as const };
     s.reset({ ...base, recent_calls: [done], in_flight: [] });
     expect(s.size).toBe(1);
     expect(s.row(900)?.outcome).toBe('ok');
