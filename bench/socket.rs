@@ -14,7 +14,7 @@
 //! single-threaded tokio loop driving N connections for throughput.
 //!
 //! Run: `cargo bench --bench socket`. Prints a table; no assertions.
-//! `LATENCY_ONLY=1` stops after the latency table; `PAGE_BYTES=N` reads a
+//! `LATENCY_ONLY=1` stops after the latency and CPU tables; `PAGE_BYTES=N` reads a
 //! page of about N bytes instead of 4000.
 
 // A benchmark binary: printing is its output.
@@ -297,6 +297,41 @@ fn pct(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p) as usize]
 }
 
+/// Child side of a CPU run: the latency run's calls to one server only,
+/// one after the other. Prints nothing.
+fn block_client(target: &str) {
+    let (_, calls, _) = sizes();
+    let (kind, socket) = Kind::parse(target);
+    let mut c = BlockingLine::connect(Path::new(socket));
+    for i in 0..calls {
+        c.rpc(&call_line(kind, i + 1));
+    }
+}
+
+/// CPU time (ns) and times scheduled onto a CPU, summed over the threads
+/// of process `pid` (`/proc/PID/task/*/schedstat`). Threads that exit
+/// between two readings drop out of the sum; none does during a block.
+fn cpu_of(pid: u32) -> (u64, u64) {
+    let mut total = (0, 0);
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return total;
+    };
+    for t in tasks.flatten() {
+        let Ok(s) = std::fs::read_to_string(t.path().join("schedstat")) else {
+            continue;
+        };
+        let f: Vec<u64> = s
+            .split_whitespace()
+            .filter_map(|v| v.parse().ok())
+            .collect();
+        if let [run, _, slices, ..] = f[..] {
+            total.0 += run;
+            total.1 += slices;
+        }
+    }
+    total
+}
+
 /// Child side of the latency run: one call to each server in turn, so
 /// that drift in machine load (large on a shared 2-core machine) hits all
 /// alike. Prints p50 and p99 in ns for each server.
@@ -396,6 +431,7 @@ fn child_main() {
     let args: Vec<String> = std::env::args().filter(|a| a != "--bench").collect();
     match args.get(1).map(String::as_str) {
         Some("latency") => latency_client(&args[2..]),
+        Some("block") => block_client(&args[2]),
         Some("throughput") => throughput_client(&args[2], args[3].parse().expect("clients")),
         other => panic!("unknown client mode {other:?}"),
     }
@@ -458,7 +494,7 @@ fn main() {
         let floor = dir.path().join("floor.sock");
         tokio::spawn(floor_server(floor.clone()));
         let py = dir.path().join("py.sock");
-        let _python = PythonServer::start(&py, &files);
+        let python = PythonServer::start(&py, &files);
         for s in [&rm, &floor, &py] {
             while UnixStream::connect(s).await.is_err() {
                 tokio::time::sleep(Duration::from_millis(5)).await;
@@ -502,6 +538,27 @@ fn main() {
             (p50(0) - p50(1)) / 1e3,
             (p50(2) - p50(3)) / 1e3,
         );
+        println!();
+        println!(
+            "server CPU per call, {latency_calls} calls to one server at a time (every thread of its process)"
+        );
+        println!("{:<48} {:>10} {:>10}", "", "CPU", "wake-ups");
+        let me = std::process::id();
+        let mut cpu = Vec::new();
+        for ((name, target), pid) in sides.iter().zip([me, python.0.id(), me, me, me]) {
+            let before = cpu_of(pid);
+            client(&["block", target]).await;
+            let after = cpu_of(pid);
+            let n = latency_calls as f64;
+            let (ns, wakes) = ((after.0 - before.0) as f64 / n, (after.1 - before.1) as f64 / n);
+            println!("{name:<48} {:>8.1}µs {wakes:>10.2}", ns / 1e3);
+            cpu.push(ns);
+        }
+        println!(
+            "CPU ratios: toolgate fs_read / python fs_read {:.2}, toolgate echo / rmcp echo {:.2}",
+            cpu[0] / cpu[1],
+            cpu[2] / cpu[3]
+        );
         if std::env::var_os("LATENCY_ONLY").is_some() {
             stop.cancel();
             return;
@@ -541,7 +598,14 @@ struct PythonServer(std::process::Child);
 impl PythonServer {
     fn start(socket: &Path, root: &Path) -> Self {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/fs_read_server.py");
-        let child = Command::new("python3")
+        // The interpreter itself, not a launcher that may stay its parent
+        // (pyenv's shims), so its CPU time is read from the right process.
+        let exe = Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .expect("python3 (bench/fs_read_server.py needs it)");
+        let exe = String::from_utf8_lossy(&exe.stdout).trim().to_owned();
+        let child = Command::new(exe)
             .arg(script)
             .arg(socket)
             .arg(root)
