@@ -1,4 +1,4 @@
-//! Tauri's build step, with the config at the repo root (STACK.md §3) and
+//! Tauri's build step, with the config at the repo root (`tauri.conf.json`) and
 //! the two desktop-settings commands declared as the app's own permissions
 //! (`allow-get-desktop-settings`, `allow-set-desktop-settings`), so a
 //! capability can grant them to the console's remote origin and nothing

@@ -1,5 +1,6 @@
-//! Cancellation as a value: every call has a live owner (DESIGN.md,
-//! "Processes, discovery and lifecycle").
+//! Cancellation as a value: every call has a live owner
+//! (docs/architecture/decisions.md, "Every call has a live owner;
+//! cancellation is a value").
 //!
 //! A call is cancelled by firing its [`Cancel`], never by dropping the
 //! future that runs it: [`crate::Engine::call_cancellable`] races the

@@ -1,4 +1,4 @@
-//! Who is calling, and the per-session state tools may read: the seed's
+//! Who is calling, and the per-session state tools may read: PraisonAI's
 //! `Injected[T]`. None of it is part of a tool's arguments, so an agent
 //! cannot forge its identity or another session's state through them; the
 //! socket layer fills it from the peer's credentials.
@@ -9,6 +9,8 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Serialize;
+
+use crate::wire::write_caller;
 
 /// Who is calling, as the entry point established it; never the caller's
 /// own words, except `client_name`, which is kept apart for that reason.
@@ -67,31 +69,6 @@ impl fmt::Display for Caller {
             self.bridge_pid,
         )
     }
-}
-
-/// The caller in the words lists show (`socket cursor 1.0 pid 4242`, and
-/// ` via bridge pid 4250` when toolgate's stdio bridge relayed): the one
-/// place that wording is made, for the live [`Caller`] and the stored
-/// [`crate::approval::CallerInfo`] alike, so a row read back from the audit
-/// log reads like the live one it replaced.
-pub(crate) fn write_caller(
-    out: &mut impl fmt::Write,
-    via: &str,
-    client_name: Option<&str>,
-    pid: Option<i32>,
-    bridge_pid: Option<i32>,
-) -> fmt::Result {
-    out.write_str(via)?;
-    if let Some(name) = client_name {
-        write!(out, " {name}")?;
-    }
-    if let Some(pid) = pid {
-        write!(out, " pid {pid}")?;
-    }
-    if let Some(bridge) = bridge_pid {
-        write!(out, " via bridge pid {bridge}")?;
-    }
-    Ok(())
 }
 
 /// Identifies one agent session (one socket connection, one CLI run).

@@ -39,13 +39,15 @@ use crate::barrier::credential::Credential;
 use crate::config::Config;
 use crate::config::watch::{ConfigWatcher, Overrides, ReloadStatus};
 use crate::console::{self, Console, ConsoleAuth, UiSource};
+use crate::control::socket::{ControlSocket, LoginLinks};
 use crate::control::{Control, ControlError, EngineInfo as ControlInfo, EngineMode};
 use crate::discovery::{EngineInfo, HttpInfo, Published};
 use crate::events::EventBus;
 use crate::guard::protect::OwnFiles;
-use crate::mcp::http::{HttpEndpoint, new_token};
+use crate::local_http::new_token;
+use crate::mcp::http::HttpEndpoint;
 use crate::mcp::{McpServer, ServerOptions};
-use crate::policy_edit::{PolicyEditor, SharedOverrides};
+use crate::policy::editor::{PolicyEditor, SharedOverrides};
 use crate::secrets::open_keychain;
 use crate::setup::{self, Env, SetupError};
 use crate::socket::{AgentSocket, BridgeExes, SocketError};
@@ -375,10 +377,7 @@ impl Daemon {
             Arc::new(|_: &mut Config| {}),
             None,
         );
-        let mut server = McpServer::new(engine, limits);
-        if let Some(auth) = &console {
-            server = server.with_console(auth.clone());
-        }
+        let server = McpServer::new(engine, limits);
         // Last: the file says the engine answers, so it is written once
         // every socket listens.
         let published = Published::new(&EngineInfo {
@@ -554,9 +553,15 @@ impl Daemon {
     pub async fn run(self, shutdown: CancellationToken) {
         let server = self.server.clone();
         let (credential, credential_file) = self.credential;
-        let control = server
+        let links = self
+            .console
             .clone()
-            .controlled_by(self.control_service.clone(), credential);
+            .map(|auth| Arc::new(auth) as Arc<dyn LoginLinks>);
+        let control = server.clone().with_role(Arc::new(ControlSocket::new(
+            self.control_service.clone(),
+            credential,
+            links,
+        )));
         let http = async {
             if let Some((endpoint, token, file)) = self.http {
                 let console = match self.console {

@@ -1,6 +1,6 @@
 //! The engine's discovery file: how the bridge, the CLI and the desktop
-//! find the running engine from HOME alone (DESIGN.md, "Processes,
-//! discovery and lifecycle").
+//! find the running engine from HOME alone (docs/architecture/overview.md,
+//! "Processes and discovery").
 //!
 //! MCP clients built on the official SDKs start `toolgate mcp-bridge` with
 //! a stripped environment (HOME, PATH, USER, SHELL, TERM, LOGNAME), so the

@@ -2,9 +2,10 @@
 //!
 //! Every entry point (CLI, agent socket, HTTP, desktop shell) holds an
 //! [`Engine`] and nothing else, so all of them get exactly the same
-//! governance. `Engine::call` performs DESIGN.md's stages 1, 2 and 14
-//! itself (receive, resolve, finish) and runs stages 3–13 through the
-//! [`Pipeline`].
+//! governance. `Engine::call` performs stages 1, 2 and 14 of the pipeline
+//! (docs/architecture/overview.md, "The pipeline") itself (receive,
+//! resolve, finish) and runs stages 3–13 and the AFTER hooks of 14 through
+//! the [`Pipeline`].
 //!
 //! Every call that starts ends in exactly one audit row and one
 //! `call.finished` event, whatever ends it: entry points whose client can
@@ -20,22 +21,24 @@ use tokio::sync::broadcast;
 use tokio::time::Instant;
 
 use crate::agent_ids::AgentIds;
-use crate::approval::{Approvals, PolicyHandle};
+use crate::approval::Approvals;
 use crate::audit::AuditLog;
 use crate::cancel::Cancel;
 use crate::config::Config;
 use crate::context::{CallContext, Session};
 use crate::error::CallError;
-use crate::events::{Event, EventBus, Outcome, StageName};
+use crate::events::{Event, EventBus, StageName};
 use crate::pipeline::allowlist::{FilterHandle, ToolFilter};
 use crate::pipeline::breaker::Breaker;
 use crate::pipeline::guards::GuardConfig;
 use crate::pipeline::hooks::Hook;
 use crate::pipeline::loop_guard::LoopGuard;
 use crate::pipeline::{self, Call, CallResult, Parts, Pipeline};
+use crate::policy::PolicyHandle;
 use crate::registry::Registry;
 use crate::settings::Settings;
 use crate::tool::{Content, ToolDef, ToolResult};
+use crate::wire::Outcome;
 
 /// What a call produced, plus what the pipeline recorded about it.
 #[derive(Debug)]
@@ -257,6 +260,7 @@ impl Engine {
         let changed = self.inner.filter.swap(filter);
         if changed {
             self.inner.registry.touch();
+            self.inner.events.changed(crate::slices::Slice::Policy);
         }
         changed
     }
@@ -472,6 +476,7 @@ fn outcome(result: &Result<ToolResult, CallError>) -> Outcome {
         Err(e) => Outcome::Err {
             kind: e.kind(),
             message: e.to_string(),
+            counts_as_failure: e.counts_as_failure(),
         },
     }
 }

@@ -4,8 +4,8 @@
 //! changes the error type, and retry and the circuit breaker decide by asking
 //! the error ([`CallError::kind`], [`CallError::is_retryable`],
 //! [`CallError::counts_as_failure`]) instead of reading its message. That is
-//! the fix for the seed's keyword-based `_classify_error_type`, which missed
-//! every error whose wording lacked "timeout" or "connection".
+//! the fix for PraisonAI's keyword-based `_classify_error_type`, which misses
+//! every error whose wording lacks "timeout" or "connection".
 
 use std::time::Duration;
 
@@ -62,6 +62,15 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// Reads a name written by [`Self::as_str`]. `None` for a name this
+    /// version does not know: the audit log keeps classes as text, and a
+    /// newer toolgate may have written one added since.
+    pub fn parse(s: &str) -> Option<Self> {
+        use serde::Deserialize;
+        use serde::de::value::{Error, StrDeserializer};
+        Self::deserialize(StrDeserializer::<Error>::new(s)).ok()
+    }
+
     /// The snake_case name used on the wire and in the audit log.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -118,7 +127,7 @@ impl std::fmt::Display for ArgProblem {
 /// The circuit breaker exists to stop calling a tool that is unhealthy; a
 /// tool that answers "that file does not exist" is healthy, and counting
 /// such answers lets any one agent switch a tool off for every agent by
-/// asking for missing files (issue 13, item 5). The class is decided by the
+/// asking for missing files. The class is decided by the
 /// code that knows what went wrong (an `io::ErrorKind`, a JSON-RPC code),
 /// never by reading the message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

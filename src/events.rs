@@ -11,12 +11,14 @@ use serde::Serialize;
 use tokio::sync::broadcast;
 
 use crate::approval::{ApprovalStatus, CallerInfo, RuleEffect};
-use crate::cancel::CancelReason;
 use crate::error::ErrorKind;
+use crate::slices::{Revisions, Slice};
 use crate::tool::{Risk, Source, ToolName};
 use crate::upstream::ServerState;
+use crate::wire::{BreakerState, LoopLevel, Outcome};
 
-/// A pipeline stage, named in DESIGN.md's order.
+/// A pipeline stage, in `pipeline::build`'s order (outermost first; the
+/// numbered order is in docs/architecture/overview.md, "The pipeline").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum StageName {
@@ -64,44 +66,6 @@ impl StageName {
             Self::Execute => "execute",
         }
     }
-}
-
-/// A circuit breaker's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ts_rs::TS)]
-#[serde(rename_all = "snake_case")]
-pub enum BreakerState {
-    /// Calls pass.
-    Closed,
-    /// Calls fail fast.
-    Open,
-    /// A limited number of probe calls pass.
-    HalfOpen,
-}
-
-/// How a call ended, without its content.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ts_rs::TS)]
-#[serde(tag = "status", rename_all = "snake_case")]
-pub enum Outcome {
-    /// The tool ran and returned a result.
-    Ok {
-        /// The tool marked its result as an error.
-        is_error: bool,
-        /// Output size in bytes after truncation.
-        size: usize,
-    },
-    /// The call failed or was refused.
-    Err {
-        /// The error class.
-        kind: ErrorKind,
-        /// The one-line message the agent received.
-        message: String,
-    },
-    /// The call's owner ended it before it finished (the client cancelled
-    /// it or went away, or toolgate shut down); see [`crate::cancel`].
-    Cancelled {
-        /// Who ended it.
-        reason: CancelReason,
-    },
 }
 
 /// Something that happened in the engine.
@@ -197,8 +161,8 @@ pub enum Event {
         session: String,
         /// Tool name.
         tool: ToolName,
-        /// `warn`, `block` or `halt`.
-        level: &'static str,
+        /// How far it went.
+        level: LoopLevel,
     },
 
     // --- Upstream MCP servers (src/upstream) ---
@@ -228,7 +192,7 @@ pub enum Event {
         /// Injection markers found in the description.
         flags: Vec<String>,
     },
-    // ---- approvals and policy (issue 6) --------------------------------
+    // ---- approvals and policy -------------------------------------------
     // Like every event, these carry no call arguments: a UI that wants to
     // show them asks `Approvals::pending`, which redacts secret ones.
     /// A call waits for a person.
@@ -290,6 +254,15 @@ pub enum Event {
         /// The new version.
         version: u64,
     },
+    /// A slice of engine state changed (from any source): a view showing
+    /// it reads it again (see [`crate::slices`]).
+    StateChanged {
+        /// Which part.
+        slice: Slice,
+        /// Its revision after the change.
+        #[ts(type = "number")]
+        revision: u64,
+    },
 }
 
 /// What happened to a remembered rule.
@@ -318,6 +291,14 @@ impl Event {
     /// from a call's detail instead of a dozen events per call.
     pub fn is_console(&self) -> bool {
         !matches!(self, Self::CallStage { .. })
+    }
+
+    /// Whether the event is worth keeping in a record of what happened:
+    /// everything but the per-call trace ([`Self::is_call_trace`]) and
+    /// [`Event::StateChanged`], which only tells live views to read again
+    /// (the change itself has its own event or none worth recording).
+    pub fn is_notable(&self) -> bool {
+        !self.is_call_trace() && !matches!(self, Self::StateChanged { .. })
     }
 
     /// Whether the event traces one call's way through the pipeline
@@ -378,6 +359,7 @@ pub struct EventBus {
     all: broadcast::Sender<Event>,
     notable: broadcast::Sender<Event>,
     sinks: Arc<Sinks>,
+    revisions: Arc<Revisions>,
 }
 
 impl EventBus {
@@ -392,13 +374,28 @@ impl EventBus {
             all: broadcast::channel(Self::CAPACITY).0,
             notable: broadcast::channel(Self::CAPACITY).0,
             sinks: Arc::new(Sinks(arc_swap::ArcSwap::from_pointee(Vec::new()))),
+            revisions: Arc::default(),
         }
+    }
+
+    /// Announces that `slice` changed: bumps its revision and emits
+    /// [`Event::StateChanged`]. Call it after the change is visible to
+    /// readers (see [`crate::slices`]). Returns the new revision.
+    pub fn changed(&self, slice: Slice) -> u64 {
+        let revision = self.revisions.bump(slice);
+        self.emit(Event::StateChanged { slice, revision });
+        revision
+    }
+
+    /// The revision of `slice` now; read it before reading the slice.
+    pub fn revision(&self, slice: Slice) -> u64 {
+        self.revisions.get(slice)
     }
 
     /// Publishes an event. Cheap when nobody listens.
     pub fn emit(&self, event: Event) {
         // Err only means "no subscribers", which is fine.
-        if !event.is_call_trace() && self.notable.receiver_count() > 0 {
+        if event.is_notable() && self.notable.receiver_count() > 0 {
             let _ = self.notable.send(event.clone());
         }
         if event.is_console() {
@@ -444,8 +441,8 @@ impl EventBus {
         self.all.subscribe()
     }
 
-    /// A new subscriber that sees every event except the per-call trace
-    /// ([`Event::is_call_trace`]) from now on.
+    /// A new subscriber that sees the notable events ([`Event::is_notable`])
+    /// from now on.
     pub fn subscribe_notable(&self) -> broadcast::Receiver<Event> {
         self.notable.subscribe()
     }

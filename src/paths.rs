@@ -1,9 +1,9 @@
 //! Where toolgate keeps things, by the XDG base-directory rules (through the
 //! `directories` crate): config in `~/.config/toolgate/`, data (the SQLite
 //! audit log) in `~/.local/share/toolgate/`, the agent socket in the
-//! runtime dir's `toolgate/` (DESIGN.md, "Processes, discovery and
-//! lifecycle": `$XDG_RUNTIME_DIR`, else `/run/user/$UID` when that is ours,
-//! else the data dir).
+//! runtime dir's `toolgate/` (`$XDG_RUNTIME_DIR`, else `/run/user/$UID`
+//! when that is ours, else the data dir; docs/architecture/overview.md,
+//! "Processes and discovery").
 //!
 //! MCP clients built on the official SDKs start `toolgate mcp-bridge` with
 //! only HOME, PATH, USER, SHELL, TERM and LOGNAME, so the runtime dir must

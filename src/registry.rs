@@ -3,7 +3,8 @@
 //! Reads happen on every call, writes only when tools come and go, so the
 //! registry is a copy-on-write snapshot behind an `ArcSwap`: a read is an
 //! atomic load with no lock, and a writer builds a new map under a mutex and
-//! swaps it in. Each change emits an event (DESIGN.md, `registry`).
+//! swaps it in. Each change emits an event (`tool_registered`,
+//! `tool_replaced`, `tool_unregistered`) after the swap.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -15,6 +16,7 @@ use crate::error::CallError;
 use crate::events::{Event, EventBus};
 use crate::guard::shell_like::ShellLike;
 use crate::schema::{CompiledSchema, SchemaError};
+use crate::slices::Slice;
 use crate::tool::{Source, Tool, ToolDef, ToolName};
 
 /// A tool as the pipeline sees it: definition, compiled schema, runner.
@@ -159,9 +161,12 @@ impl Registry {
     }
 
     /// Tells change subscribers the visible tool set changed for a reason
-    /// outside the registry (e.g. a new allowlist).
+    /// outside the registry (e.g. a new allowlist); every change inside it
+    /// comes here too. Agents' connections hear it as `list_changed`, live
+    /// views as [`Slice::Tools`] changing, whatever made the change.
     pub fn touch(&self) {
         self.version.send_modify(|v| *v += 1);
+        self.events.changed(Slice::Tools);
     }
 
     /// The current snapshot; lock-free.
@@ -372,9 +377,14 @@ mod tests {
         assert_eq!(r.unregister_source(&Source::Agent("x".into())), 1);
         r.unregister("a").unwrap();
         assert!(before.is_empty(), "an old snapshot never changes");
-        let kinds: Vec<String> = std::iter::from_fn(|| rx.try_recv().ok())
+        let all: Vec<String> = std::iter::from_fn(|| rx.try_recv().ok())
             .map(|e| serde_json::to_value(e).unwrap()["type"].to_string())
             .collect();
+        // Each change also announces the tools slice to live views.
+        let (announced, kinds): (Vec<String>, Vec<String>) = all
+            .into_iter()
+            .partition(|k| k.as_str() == "\"state_changed\"");
+        assert_eq!(announced.len(), 5);
         assert_eq!(
             kinds,
             [

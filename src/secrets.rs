@@ -1,5 +1,5 @@
 //! Secrets referenced from the config as `keyring:NAME`, kept in the OS
-//! keychain (DESIGN.md: "Secrets are referenced, stored in the OS keychain").
+//! keychain (docs/architecture/overview.md, "Configuration and secrets").
 //!
 //! Contract:
 //! - The config holds only references. [`resolve_spec`] swaps them for the
@@ -548,7 +548,7 @@ pub struct ResolvedServers {
 /// (re)load. A server whose secrets cannot be read keeps the resolved spec
 /// it runs with (`running`, by name) when it runs, so a keychain that is
 /// locked for a moment, or a secret renamed in the file before it was
-/// stored, never stops a working server (issue 13, item 8); a server that
+/// stored, never stops a working server; a server that
 /// does not run yet is left out. Either way the problem is returned.
 /// Disabled servers pass through unresolved: they are stopped whatever
 /// their secrets.

@@ -286,7 +286,7 @@ fn token_of(s: &ServerSpec) -> &str {
     &env["TOKEN"]
 }
 
-/// Issue 13, item 8: a reload whose secret cannot be read keeps a running
+/// A reload whose secret cannot be read keeps a running
 /// server on the spec it runs with; a new server is left out; both are
 /// reported by name, never by value.
 #[test]

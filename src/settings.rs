@@ -1,9 +1,9 @@
 //! The tunables of the pipeline, resolved per tool.
 //!
 //! Every threshold has one documented default here and can be overridden
-//! globally (`[pipeline]` in the config) and per tool (`[tools.NAME]`). The
-//! seed hard-codes its breaker at 5 failures / 60 s for every tool; a slow
-//! upstream and a local file read deserve different limits.
+//! globally (`[pipeline]` in the config) and per tool (`[tools.NAME]`).
+//! PraisonAI hard-codes its breaker at 5 failures / 60 s for every tool; a
+//! slow upstream and a local file read deserve different limits.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,7 +14,8 @@ use arc_swap::ArcSwap;
 /// Circuit-breaker thresholds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BreakerConfig {
-    /// Failures inside `window` that open the breaker. Default 5 (the seed's).
+    /// Failures inside `window` that open the breaker. Default 5
+    /// (PraisonAI's fixed value).
     pub failure_threshold: u32,
     /// The sliding window failures are counted in. Default 60 s.
     pub window: Duration,

@@ -1,6 +1,6 @@
 //! `mcp-bridge --spawn`: starting an engine for a data dir that has none,
-//! fully detached from the client that asked (DESIGN.md, "Processes,
-//! discovery and lifecycle").
+//! fully detached from the client that asked (docs/architecture/overview.md,
+//! "Processes and discovery").
 //!
 //! The engine is started as `toolgate serve --detach --data-dir D --socket
 //! S …`: stdin from `/dev/null`, stdout and stderr appended to

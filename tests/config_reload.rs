@@ -1,10 +1,10 @@
-//! Issue 13, item 8: a config reload during which a `keyring:` secret cannot
-//! be resolved keeps the running servers on their last good spec and
-//! reports the problem. Real `toolgate serve` (the binary), a config file
-//! edited while it runs, the Python SDK fixture server as its upstream, a
-//! raw client on the agent socket and on the control socket. The keychain
-//! is made unreachable on purpose (no D-Bus session), as on a headless box
-//! or with a locked keyring.
+//! A config reload during which a `keyring:` secret cannot be resolved
+//! keeps the running servers on their last good spec and reports the
+//! problem. Real `toolgate serve` (the binary), a config file edited while
+//! it runs, the Python SDK fixture server as its upstream, a raw client on
+//! the agent socket and on the control socket. The keychain is made
+//! unreachable on purpose (no D-Bus session), as on a headless box or with
+//! a locked keyring.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

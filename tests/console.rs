@@ -1,7 +1,8 @@
-//! The console transport over a real TCP listener (issue 14, item 2 and
-//! its bad-input rules): login links and cookies, the console role apart
-//! from the agents', Host/Origin checks, security headers, the UI, JSON
-//! errors, decisions and policy edits through `/api`, and the SSE framing.
+//! The console transport over a real TCP listener, and its answers to bad
+//! input (a clear error, nothing changed): login links and cookies, the
+//! console role apart from the agents', Host/Origin checks, security
+//! headers, the UI, JSON errors, decisions and policy edits through `/api`,
+//! and the SSE framing.
 
 use std::time::Duration;
 
@@ -587,7 +588,7 @@ async fn a_policy_edit_over_http_applies_without_a_restart_and_a_bad_one_changes
     let (s, e) = error_of(r).await;
     assert_eq!(
         (s, e["code"].as_str()),
-        (StatusCode::CONFLICT, Some("stale"))
+        (StatusCode::CONFLICT, Some("conflict"))
     );
     assert_eq!(std::fs::read_to_string(d.config_path()).unwrap(), before);
 
@@ -615,6 +616,61 @@ async fn a_policy_edit_over_http_applies_without_a_restart_and_a_bad_one_changes
     assert!(!names.contains(&"shell_exec"), "{names:?}");
     let saved = std::fs::read_to_string(d.config_path()).unwrap();
     assert!(saved.starts_with("# mine\n"), "{saved}");
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn a_policy_save_made_before_the_file_changed_is_refused_as_a_conflict() {
+    let d = TestDaemon::start_watched("[policy]\npreset = \"default\"\n").await;
+    let c = client();
+    let origin = d.origin();
+    let h = cookie_headers(&login(&d).await, &origin);
+    let view: Value = c
+        .get(format!("{origin}/api/policy"))
+        .headers(h.clone())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let base = view["version"].as_u64().unwrap();
+
+    // Someone edits the file in an editor; the engine reloads it.
+    let theirs = "denied_tools = [\"fs_write\"]\n[policy]\npreset = \"default\"\n";
+    std::fs::write(d.config_path(), theirs).unwrap();
+    let mut versions = d.engine.policy().load().version;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut checks = d.checks.clone().expect("watched");
+    while versions == base {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the edit was never reloaded"
+        );
+        let _ = tokio::time::timeout_at(deadline, checks.changed()).await;
+        versions = d.engine.policy().load().version;
+    }
+
+    // The console's edit, made from the older policy: refused, nothing written.
+    let mut mine = view["doc"].clone();
+    mine["denied_tools"] = json!(["shell_exec"]);
+    let r = c
+        .put(format!("{origin}/api/policy"))
+        .headers(h.clone())
+        .json(&json!({"doc": mine, "base_version": base}))
+        .send()
+        .await
+        .unwrap();
+    let (s, e) = error_of(r).await;
+    assert_eq!(
+        (s, e["code"].as_str()),
+        (StatusCode::CONFLICT, Some("conflict")),
+        "{e}"
+    );
+    assert_eq!(std::fs::read_to_string(d.config_path()).unwrap(), theirs);
+    assert_eq!(d.engine.policy().version(), versions);
+    let denied = d.engine.filter().deny_patterns().to_vec();
+    assert_eq!(denied, ["fs_write"]);
     d.stop().await;
 }
 

@@ -1,10 +1,10 @@
-//! The console over the real control service (issue 14, items 1–2): a
-//! real daemon, real agents on its socket, the console API over HTTP.
-//! The snapshot and the stream agree (resume by sequence number, reload
-//! when the client cannot be given every event), decisions record who
-//! made them (session, bearer, the desktop shell's tray), call details
-//! keep the output raw and as the model saw it, the audit query and its
-//! export, the policy test, and a live stream ends when the engine stops.
+//! The console over the real control service: a real daemon, real agents on
+//! its socket, the console API over HTTP. The snapshot and the stream agree
+//! (resume by sequence number, reload when the client cannot be given every
+//! event), decisions record who made them (session, bearer, the desktop
+//! shell's tray), call details keep the output raw and as the model saw it,
+//! the audit query and its export, the policy test, and a live stream ends
+//! when the engine stops.
 
 use std::time::Duration;
 

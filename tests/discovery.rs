@@ -1,7 +1,7 @@
 //! Finding the engine from HOME alone, one engine per data dir, and a
 //! detached `--spawn`: real `toolgate serve` processes, and the official
-//! Python MCP SDK as the client with its default, stripped environment.
-//! Issue 13, item 1.
+//! Python MCP SDK as the client with its default, stripped environment
+//! (docs/architecture/overview.md, "Processes and discovery").
 
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};

@@ -1,9 +1,9 @@
-//! Issue 13, item 5: a circuit breaker counts only what says its tool is
-//! unhealthy. Real daemon, real agent and control sockets, raw JSON-RPC
-//! clients, and the Python MCP SDK fixture server as a child process.
-//! Before the fix, five reads of missing files opened `fs_read`'s breaker
-//! for every agent, and five `isError` answers of an upstream tool did the
-//! same for that tool.
+//! A circuit breaker counts only what says its tool is unhealthy: errors of
+//! the caller's making and `isError` answers never open it. Real daemon,
+//! real agent and control sockets, raw JSON-RPC clients, and the Python MCP
+//! SDK fixture server as a child process. Before the fix, five reads of
+//! missing files opened `fs_read`'s breaker for every agent, and five
+//! `isError` answers of an upstream tool did the same for that tool.
 
 use std::time::Duration;
 

@@ -1,9 +1,9 @@
-//! Every call and approval has a live owner (issue 13, items 2 and 3): a
-//! client that disconnects or cancels takes its call with it, its pending
-//! approval is closed as `cancelled` and can no longer be approved, the tool
-//! never runs, and the call still ends in one audit row and one
-//! `call.finished` event. Raw line clients on the real socket (and a raw
-//! HTTP client) of an in-process daemon, each its own connection.
+//! Every call and approval has a live owner: a client that disconnects or
+//! cancels takes its call with it, its pending approval is closed as
+//! `cancelled` and can no longer be approved, the tool never runs, and the
+//! call still ends in one audit row and one `call.finished` event. Raw line
+//! clients on the real socket (and a raw HTTP client) of an in-process
+//! daemon, each its own connection.
 
 use std::time::Duration;
 
@@ -13,12 +13,14 @@ use tokio::sync::broadcast;
 use toolgate::approval::{ApprovalError, ApprovalStatus};
 use toolgate::audit::{AuditLog, CallRow};
 use toolgate::cancel::CancelReason;
-use toolgate::events::{Event, Outcome};
+use toolgate::events::Event;
+use toolgate::wire::Outcome;
 
 use crate::common::daemon::{Raw, TestDaemon};
 use crate::common::python::python;
 
-/// Issue 13 asks for "within a second" (item 2).
+/// How soon a cancelled call's pending approval must be closed: within a
+/// second.
 const AT_ONCE: Duration = Duration::from_secs(1);
 
 /// Deadline for things that take no particular time (a failure, not a
@@ -175,8 +177,9 @@ async fn approve_fails_as_cancelled(d: &TestDaemon, id: i64) {
     );
 }
 
-// Issue 13 item 2: the orphaned approval. Before the fix the request stayed
-// pending (waiting) and approving it ran the command for nobody.
+// The orphaned approval: a request whose agent disconnected is closed as
+// cancelled. Before the fix it stayed pending (waiting) and approving it
+// ran the command for nobody.
 #[tokio::test]
 async fn a_risky_call_whose_client_disconnects_is_cancelled_and_never_runs() {
     let d = TestDaemon::start("").await;
@@ -348,8 +351,8 @@ async fn http_session(d: &TestDaemon) -> String {
     r.headers()["mcp-session-id"].to_str().unwrap().to_owned()
 }
 
-// Issue 13 item 3: the server drops an HTTP handler whose client went away;
-// before the fix the call went with it, leaving no row.
+// A call whose HTTP client went away (the server drops its handler) is
+// cancelled and still audited; before the fix it left no row.
 #[tokio::test]
 async fn an_http_call_whose_client_drops_the_connection_is_cancelled_and_audited() {
     let d = TestDaemon::start("").await;
@@ -428,11 +431,11 @@ async fn exits_within(pid: i32, within: Duration) -> bool {
     true
 }
 
-// Issue 13 item 2 as a user meets it: an MCP client built on the official
-// Python SDK reaches toolgate through `toolgate mcp-bridge` and dies while
-// its call waits for approval. The bridge must go with it, so the daemon
-// sees the hang-up; before, the bridge waited on for a reply nobody would
-// read and the request stayed pending.
+// The orphaned approval as a user meets it: an MCP client built on the
+// official Python SDK reaches toolgate through `toolgate mcp-bridge` and
+// dies while its call waits for approval. The bridge must go with it, so
+// the daemon sees the hang-up; before, the bridge waited on for a reply
+// nobody would read and the request stayed pending.
 #[tokio::test]
 async fn an_mcp_client_that_dies_behind_the_bridge_takes_its_pending_call_with_it() {
     let d = TestDaemon::start("").await;

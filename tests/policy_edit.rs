@@ -1,12 +1,11 @@
-//! Policy edits on a running daemon (issue 14, item 1): the allow/deny lists
-//! and rules apply without a restart, agents are told their tool list
-//! changed, the file keeps its comments, and a bad or stale edit changes
-//! nothing.
+//! Policy edits on a running daemon: the allow/deny lists and rules apply
+//! without a restart, agents are told their tool list changed, the file
+//! keeps its comments, and a bad or stale edit changes nothing.
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolgate::policy_edit::EditError;
+use toolgate::policy::editor::EditError;
 
 use crate::common::daemon::{Raw, TestDaemon};
 
@@ -122,8 +121,8 @@ async fn an_invalid_or_stale_edit_changes_neither_the_file_nor_the_running_polic
     let mut stale = view.doc.clone();
     stale.denied_tools = vec!["shell_exec".into()];
     let e = d.editor.apply(&stale, version - 1).await.unwrap_err();
-    assert!(matches!(e, EditError::Stale { .. }), "{e:?}");
-    assert_eq!(e.code(), "stale");
+    assert!(matches!(e, EditError::Conflict { .. }), "{e:?}");
+    assert_eq!(e.code(), "conflict");
 
     assert_eq!(std::fs::read_to_string(d.config_path()).unwrap(), CONFIG);
     assert_eq!(d.engine.policy().version(), version);
@@ -139,8 +138,8 @@ async fn an_invalid_or_stale_edit_changes_neither_the_file_nor_the_running_polic
     d.stop().await;
 }
 
-/// Before issue 14 the daemon's reload swapped only the policy; the lists
-/// applied from the next start.
+/// An outside edit of the allow/deny lists applies on reload, not only the
+/// policy (the lists once applied from the next start).
 #[tokio::test]
 async fn an_outside_edit_of_the_lists_is_applied_on_reload() {
     let d = TestDaemon::start_watched(CONFIG).await;

@@ -1,7 +1,7 @@
-//! Issue 13, item 6: nobody is asked to approve a call that cannot run.
-//! Every check that can refuse a call, defaults included, runs before the
-//! policy stage; the refusal says which config key or flag fixes it. Real
-//! daemon, real agent socket, raw JSON-RPC client.
+//! Nobody is asked to approve a call that cannot run. Every check that can
+//! refuse a call, defaults included, runs before the policy stage; the
+//! refusal says which config key or flag fixes it. Real daemon, real agent
+//! socket, raw JSON-RPC client.
 
 use std::time::Duration;
 

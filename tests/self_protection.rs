@@ -16,7 +16,8 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast;
 use toolgate::config::Config;
 use toolgate::events::Event;
-use toolgate::mcp::{CONTROL_METHODS, ServerOptions};
+use toolgate::mcp::ServerOptions;
+use toolgate::wire::CONTROL_METHODS;
 
 use crate::common::daemon::{Raw, TestDaemon};
 use crate::common::{drain, types};
@@ -483,10 +484,18 @@ async fn under_autonomous_the_git_config_write_and_git_status_are_both_asked() {
                                   "arguments": {"path": ".git/config", "content": config}}}))
         .await;
     let write = approval_id(&mut events).await;
-    d.engine.approvals().unwrap().approve(write, None).await.unwrap();
+    d.engine
+        .approvals()
+        .unwrap()
+        .approve(write, None)
+        .await
+        .unwrap();
     let r = c.recv().await.expect("the approved write answers");
     assert_eq!(r["id"], 1, "{r}");
-    assert_eq!(r["result"]["isError"], false, "the approved write runs: {r}");
+    assert_eq!(
+        r["result"]["isError"], false,
+        "the approved write runs: {r}"
+    );
     c.send_json(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                        "params": {"name": "shell_exec", "arguments": {"command": "git status"}}}))
         .await;

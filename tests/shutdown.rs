@@ -1,9 +1,9 @@
-//! Shutdown is bounded (issue 13, item 4): a real `toolgate serve`, raw
-//! socket clients as separate connections, SIGTERM. Whatever the clients
-//! do, the daemon exits 0 within the documented bound, pending approvals
-//! are closed as `cancelled` and their agents told why, every call that
-//! started has its audit row, no event row is dropped, and the socket
-//! files are gone.
+//! Shutdown is bounded (docs/architecture/decisions.md, "Shutdown is
+//! bounded: 5 seconds"): a real `toolgate serve`, raw socket clients as
+//! separate connections, SIGTERM. Whatever the clients do, the daemon exits
+//! 0 within the documented bound, pending approvals are closed as
+//! `cancelled` and their agents told why, every call that started has its
+//! audit row, no event row is dropped, and the socket files are gone.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -153,7 +153,7 @@ fn call(id: u64, tool: &str, args: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": args}})
 }
 
-// Issue 13 item 4: with a client that never reads, SIGTERM took 29 s (the
+// A client that never reads cannot hold shutdown up (it once took 29 s, the
 // write stall timeout).
 #[tokio::test]
 async fn sigterm_with_a_client_that_never_reads_stops_within_the_bound_and_audits_every_call() {
@@ -257,8 +257,9 @@ async fn pending(ctl: &mut Raw, id: u64) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-// Issue 13 item 4: with a pending approval, SIGTERM waited for the whole
-// approval timeout (120 s) and logged "an event row was dropped".
+// A pending approval is closed at once and its agent told why (SIGTERM once
+// waited for the whole approval timeout, 120 s, and logged "an event row
+// was dropped").
 #[tokio::test]
 async fn sigterm_with_a_pending_approval_tells_the_agent_and_stops_within_the_bound() {
     let d = Serve::start("").await;

@@ -15,6 +15,7 @@ use tauri::{
 use tauri_plugin_autostart::ManagerExt as _;
 use tokio::sync::Mutex as AsyncMutex;
 use tokio_util::sync::CancellationToken;
+use toolgate::wire::Via;
 use url::Url;
 
 use crate::client::HttpConsole;
@@ -25,7 +26,6 @@ use crate::settings::{DesktopSettings, SettingsFile};
 use crate::shell::{Shell, View, now_ms};
 use crate::state::{Action, DesktopState};
 use crate::tray;
-use crate::wire::Via;
 
 /// The window's label (the capability names it).
 pub const MAIN: &str = "main";

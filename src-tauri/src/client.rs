@@ -1,5 +1,5 @@
-//! The shell as a console client (desktop-design.md, "One client, two
-//! modes"): the snapshot, the live stream and decisions over the engine's
+//! The shell as a console client (docs/architecture/overview.md, "One
+//! client, two modes"): the snapshot, the live stream and decisions over the engine's
 //! console HTTP API, with the console bearer token. The same in both modes:
 //! an engine in this app is reached exactly like an attached one.
 //!
@@ -13,9 +13,10 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue, ORIGIN};
 use sse_stream::SseStream;
+use toolgate::wire::{DecisionBody, Via};
 use url::Url;
 
-use crate::wire::{DecisionBody, Envelope, Snapshot, Verdict, Via};
+use crate::wire::{Envelope, Snapshot, Verdict};
 
 /// Why a console request failed.
 #[derive(Debug, thiserror::Error)]
@@ -103,7 +104,7 @@ impl HttpConsole {
     ///
     /// Every request carries the bearer token and the console's own
     /// `Origin`: the console refuses a state-changing request without it
-    /// (console-design.md, Auth).
+    /// (docs/architecture/console-api.md, Auth).
     ///
     /// # Errors
     /// [`ClientError::BadToken`].
@@ -190,7 +191,10 @@ impl ConsoleSource for HttpConsole {
 
     async fn decide(&self, id: i64, verdict: Verdict, via: Via) -> Result<(), ClientError> {
         let url = self.url(&format!("/api/approvals/{id}/{}", verdict.as_str()));
-        let req = self.http.post(&url).json(&DecisionBody { decider: via });
+        let req = self.http.post(&url).json(&DecisionBody {
+            decider: Some(via),
+            ..DecisionBody::default()
+        });
         match self.send(req, &url).await {
             // A console that does not know the field yet refuses the whole
             // body (422 on `decider`): the person's decision must still

@@ -1,7 +1,8 @@
 //! The HTTP client over real TCP against a stand-in for the console's
-//! routes that speaks console-design.md's wire format (the console
-//! transport is built in parallel; once it merges, the shell's end-to-end
-//! test runs against the engine itself). What is checked here is the
+//! routes that speaks its wire format (docs/architecture/console-api.md,
+//! HTTP API and Event stream). The console transport is built in
+//! parallel; once it merges, the shell's end-to-end test runs against the
+//! engine itself. What is checked here is the
 //! client's side: headers sent, SSE framing read (ids, `message`,
 //! `reload`, keep-alive comments), error bodies, the decision body.
 
@@ -52,13 +53,15 @@ async fn snapshot(State(s): State<Shared>, h: HeaderMap) -> Response {
         "counters": {"pending": 1},
         "pending": [{"id": 3, "call_id": 9, "tool": "shell_exec", "args": {"command": "rm -rf /"},
                      "risk": "critical", "reason": "shell", "expires_ms": 99,
-                     "caller": {"via": "socket", "pid": 7, "client_name": "agent"}}],
+                     "caller": {"via": "socket", "pid": 7, "client_name": "agent",
+                                "text": "socket agent pid 7"}}],
         "recent_calls": []
     }))
     .into_response()
 }
 
-/// The stream exactly as console-design.md frames it.
+/// The stream exactly as the console frames it
+/// (docs/architecture/console-api.md, Event stream).
 async fn events(State(s): State<Shared>, h: HeaderMap) -> Response {
     s.lock().unwrap().headers.push(h.clone());
     let body = concat!(
@@ -120,7 +123,7 @@ async fn the_snapshot_is_read_with_the_bearer_token() {
     let s = c.snapshot().await.unwrap();
     assert_eq!(s.seq, 41);
     assert_eq!(s.pending[0].risk, Risk::Critical);
-    assert_eq!(s.pending[0].caller, "agent · pid 7");
+    assert_eq!(s.pending[0].caller, "socket agent pid 7");
     let h = &seen.lock().unwrap().headers[0];
     assert_eq!(h["origin"], url.origin().ascii_serialization().as_str());
 }

@@ -1,6 +1,6 @@
 //! The only IPC the window has: the desktop settings, read and changed by
 //! the console's Settings view when it runs in the desktop window
-//! (desktop-design.md, "Window"). Granted to the console's origin
+//! (docs/architecture/overview.md, "Window"). Granted to the console's origin
 //! `http://127.0.0.1:*` and nothing else by
 //! `src-tauri/capabilities/desktop-settings.json`.
 //!

@@ -1,5 +1,5 @@
-//! The engine behind the window (desktop-design.md, "One client, two
-//! modes"): the live engine that owns the data dir, found through its
+//! The engine behind the window (docs/architecture/overview.md, "One
+//! client, two modes"): the live engine that owns the data dir, found through its
 //! discovery file (attach), or else the very daemon `toolgate serve` runs,
 //! started in this process ([`toolgate::daemon::Launch`]).
 //!

@@ -1,5 +1,7 @@
 //! toolgate's desktop shell: the engine with a window, a tray and
-//! notifications (issue 15; desktop-design.md is the contract).
+//! notifications (the contract: docs/architecture/overview.md, "The
+//! desktop app", and docs/architecture/decisions.md, "The desktop app is a
+//! console client of its own engine").
 //!
 //! - [`engine`]: attach to the live engine of the data dir, or start the
 //!   `toolgate serve` daemon in this process; the console link.

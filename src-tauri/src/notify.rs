@@ -1,6 +1,7 @@
 //! Desktop notifications through the freedesktop notification server
 //! (notify-rust over zbus). tauri-plugin-notification has no action
-//! buttons on Linux desktop (desktop-design.md), so this talks to the
+//! buttons on Linux desktop (docs/architecture/decisions.md, "The desktop
+//! app is a console client of its own engine"), so this talks to the
 //! server directly: Approve and Deny buttons when the server lists the
 //! `actions` capability, the `default` action (clicking the notification)
 //! brings the window up on the request, and a notification is closed

@@ -9,10 +9,11 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
+use toolgate::wire::Via;
 
 use crate::client::{ClientError, ConsoleSource, StreamItem};
 use crate::state::{Action, DesktopState, Notice, NoticeText, TrayModel};
-use crate::wire::{Verdict, Via};
+use crate::wire::Verdict;
 
 /// What the window and the tray do for the shell.
 pub trait View: Send + Sync + 'static {

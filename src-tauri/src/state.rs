@@ -1,7 +1,7 @@
 //! What the tray and the notifications show, derived from the console's
 //! event stream: pure Rust, no Tauri types, so every rule is unit-tested
-//! without a window (desktop-design.md, "Tray and notifications are driven
-//! from the event stream in Rust").
+//! without a window (docs/architecture/overview.md, "Tray and
+//! notifications": they are driven from the event stream in Rust).
 //!
 //! [`DesktopState`] takes the snapshot and the stream's envelopes, the
 //! window's focus and the notifications setting, and answers with models

@@ -1,13 +1,15 @@
-//! The parts of the console API's JSON the shell reads (console-design.md:
-//! snapshot, stream envelopes) and the decision it posts.
+//! The parts of the console API's JSON the shell reads (the snapshot and
+//! stream envelopes: docs/architecture/console-api.md, HTTP API and Event
+//! stream) and the decision it posts.
 //!
 //! Own `Deserialize` structs rather than the engine's types: the engine's
 //! `Event` and `ApprovalRequest` are `Serialize` only, and the shell needs a
 //! handful of fields. Unknown fields and event types are ignored, so the
 //! console can grow without breaking the shell.
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 pub use toolgate::tool::Risk;
+use toolgate::wire::CallerView;
 
 /// The fields of `GET /api/snapshot` the shell uses.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -20,8 +22,7 @@ pub struct Snapshot {
 }
 
 /// A waiting approval request: from the snapshot's `pending` or from an
-/// `approval_requested` event (which names the caller as text, the snapshot
-/// as an object; see [`Request::caller`]).
+/// `approval_requested` event.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Request {
     /// What the decision routes take.
@@ -36,8 +37,8 @@ pub struct Request {
     /// may quote an argument.
     #[serde(default)]
     pub reason: String,
-    /// Who asks: the event's text, or the snapshot's caller object.
-    #[serde(default, deserialize_with = "caller_text")]
+    /// Who asks, in the engine's words.
+    #[serde(default, deserialize_with = "engine_words")]
     pub caller: String,
     /// Unix ms when it is denied automatically.
     pub expires_ms: i64,
@@ -96,27 +97,6 @@ impl Verdict {
     }
 }
 
-/// Where in the shell a person decided: recorded by the engine as the
-/// decider (`Decider::Tray` / `Decider::Notification` of the control
-/// service).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Via {
-    /// The tray menu.
-    Tray,
-    /// A notification's action button.
-    Notification,
-}
-
-/// The body of a decision the shell posts: `{"decider": "tray"}`. The
-/// console answers only bearer-token clients' `decider`; a browser session
-/// is always `console`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct DecisionBody {
-    /// Who decided.
-    pub decider: Via,
-}
-
 /// The short word for a risk, as the console shows it.
 pub fn risk_word(risk: Risk) -> &'static str {
     match risk {
@@ -127,38 +107,18 @@ pub fn risk_word(risk: Risk) -> &'static str {
     }
 }
 
-/// The event's caller is text already; the snapshot's is `CallerInfo`
-/// (`client_name`, `exe`, `pid`, ...): summarised as the console does,
-/// `claude-desktop · pid 48213`.
-fn caller_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-    let v = serde_json::Value::deserialize(d)?;
-    Ok(match v {
-        serde_json::Value::String(s) => s,
-        serde_json::Value::Object(o) => {
-            let name = o
-                .get("client_name")
-                .and_then(|v| v.as_str())
-                .or_else(|| o.get("agent_id").and_then(|v| v.as_str()))
-                .or_else(|| {
-                    o.get("exe")
-                        .and_then(|v| v.as_str())
-                        .map(|e| e.rsplit('/').next().unwrap_or(e))
-                })
-                .or_else(|| o.get("via").and_then(|v| v.as_str()))
-                .unwrap_or("unknown caller");
-            match o.get("pid").and_then(serde_json::Value::as_i64) {
-                Some(pid) => format!("{name} · pid {pid}"),
-                None => name.to_owned(),
-            }
-        }
-        _ => String::new(),
-    })
+/// The caller as the engine words it (`CallerInfo.text`): the shell prints
+/// the engine's words and never composes its own, so a notification names
+/// a caller as the console does.
+fn engine_words<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(CallerView::deserialize(d)?.text)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+    use toolgate::wire::{DecisionBody, Via};
 
     #[test]
     fn an_approval_requested_envelope_reads_with_the_engines_field_names() {
@@ -166,7 +126,9 @@ mod tests {
             "seq": 7, "ts_ms": 1_700_000_000_000_i64,
             "event": {"type": "approval_requested", "id": 3, "call_id": 41, "tool": "shell_exec",
                       "risk": "critical", "rule": "builtin:shell", "reason": "runs a command",
-                      "caller": "claude-desktop · pid 4", "expires_ms": 1_700_000_060_000_i64}
+                      "caller": {"via": "socket", "pid": 4, "client_name": "claude-desktop",
+                                 "text": "socket claude-desktop pid 4"},
+                      "expires_ms": 1_700_000_060_000_i64}
         }))
         .unwrap();
         assert_eq!(e.seq, 7);
@@ -177,7 +139,7 @@ mod tests {
             (r.id, r.tool.as_str(), r.risk),
             (3, "shell_exec", Risk::Critical)
         );
-        assert_eq!(r.caller, "claude-desktop · pid 4");
+        assert_eq!(r.caller, "socket claude-desktop pid 4");
     }
 
     #[test]
@@ -194,23 +156,25 @@ mod tests {
     }
 
     #[test]
-    fn the_snapshots_caller_object_is_summarised_as_text() {
+    fn the_snapshots_caller_reads_as_the_engine_words_it() {
         let s: Snapshot = serde_json::from_value(json!({
             "seq": 12, "engine": {"pid": 1}, "counters": {},
             "pending": [{"id": 5, "call_id": 9, "tool": "fs_write", "args": {"path": "/x"},
                          "risk": "high", "reason": "writes", "expires_ms": 5,
                          "caller": {"via": "socket", "pid": 48213, "exe": "/usr/bin/python3",
-                                    "client_name": "claude-desktop"}}]
+                                    "client_name": "claude-desktop",
+                                    "text": "socket claude-desktop pid 48213"}}]
         }))
         .unwrap();
         assert_eq!(s.seq, 12);
-        assert_eq!(s.pending[0].caller, "claude-desktop · pid 48213");
+        assert_eq!(s.pending[0].caller, "socket claude-desktop pid 48213");
     }
 
     #[test]
     fn a_decision_body_names_the_decider() {
         let body = DecisionBody {
-            decider: Via::Notification,
+            decider: Some(Via::Notification),
+            ..DecisionBody::default()
         };
         assert_eq!(
             serde_json::to_value(body).unwrap(),

@@ -213,8 +213,9 @@ async fn an_engine_without_http_has_no_console_and_the_shell_says_so() {
 /// console bearer token, and the agent gets the tool's answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tray_approval_through_the_console_answers_the_waiting_agent() {
+    use toolgate::wire::Via;
     use toolgate_desktop::client::{ConsoleSource, HttpConsole};
-    use toolgate_desktop::wire::{Verdict, Via};
+    use toolgate_desktop::wire::Verdict;
 
     let d = dirs();
     let root = d

@@ -1,4 +1,4 @@
-//! Notifications observed for real (issue 15, "Show"): Debian's `dunst` on
+//! Notifications observed for real: Debian's `dunst` on
 //! a private D-Bus session, the shell's own notifier and loop, and
 //! `dbus-monitor` as the witness of what went over the bus.
 //!
@@ -25,11 +25,12 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use toolgate::wire::Via;
 use toolgate_desktop::client::{ClientError, ConsoleSource, EventStream, StreamItem};
 use toolgate_desktop::notify::Freedesktop;
 use toolgate_desktop::shell::{Shell, View};
 use toolgate_desktop::state::TrayModel;
-use toolgate_desktop::wire::{Decided, Envelope, Event, Request, Risk, Snapshot, Verdict, Via};
+use toolgate_desktop::wire::{Decided, Envelope, Event, Request, Risk, Snapshot, Verdict};
 
 const NOW: i64 = 1_700_000_000_000;
 

@@ -1,6 +1,6 @@
 //! Approvals through the whole engine: a `shell_exec`-like critical tool
 //! waits in the policy stage until a person decides through the API. The
-//! agent-socket end-to-end test (issue 6, "Show") builds on the same setup:
+//! agent-socket end-to-end test builds on the same setup:
 //! `Approvals::open` on the audit log, `Engine::builder(..).events(bus)
 //! .approvals(..)`, then call over the socket instead of `Engine::call`.
 
@@ -17,6 +17,7 @@ use crate::config::Config;
 use crate::context::{CallContext, Caller, Session};
 use crate::error::ErrorKind;
 use crate::events::{Event, EventBus};
+use crate::policy::{PolicyConfig, Preset};
 use crate::tool::{JsonObject, Risk, Tool, ToolDef, ToolName, ToolResult};
 use crate::{CallReply, Engine};
 

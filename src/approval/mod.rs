@@ -1,10 +1,7 @@
-//! Policy and human approval (DESIGN.md stage 8; issue 6).
+//! Human approval (pipeline stage 8, docs/architecture/overview.md): what
+//! happens once the policy ([`crate::policy`]) says a call must ask a person.
 //!
 //! Contract:
-//! - **Policy** ([`PolicyConfig`], live behind [`PolicyHandle`]) turns a
-//!   call into allow / ask / deny with the rule that decided and a reason a
-//!   person can read. Presets, the dangerous-name table and argument rules
-//!   are described in `docs/policy.md`.
 //! - **Approval requests** ([`Approvals`]) are bound to one call: tool,
 //!   canonical-args hash, policy version, caller, created, expiry. A
 //!   decision reaches exactly the call that asked; an identical call later
@@ -24,12 +21,8 @@
 //!   timeouts never count as a tool failure.
 
 mod decider;
-mod defaults;
-mod handle;
-mod inert;
-mod matcher;
 mod queue;
-mod rules;
+mod remembered;
 mod scope;
 mod store;
 
@@ -40,18 +33,8 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use serde::{Deserialize, Serialize};
 
 pub use decider::Decider;
-pub use defaults::{READ_TOOLS, RISK_TABLE, SHELL_TOOLS, WRITE_TOOLS, default_rules, risk_table};
-pub use handle::{PolicyHandle, VersionedPolicy};
-pub use inert::{INERT_COMMANDS, INERT_LINES};
-pub use matcher::{ArgCondition, Pattern, PatternError, PatternKind, normalize, pointer_of};
-pub use queue::{
-    Always, Answer, ApprovalOptions, Approvals, Ask, Decided, Decision, NewRule, Resolution,
-    RuleEdit, RuleInUse,
-};
-pub use rules::{
-    Assessment, CallerMatch, CallerPolicy, Effect, PolicyConfig, Preset, PresetSpec, Rule, Verdict,
-    risk_str, tool_glob,
-};
+pub use queue::{Always, Answer, ApprovalOptions, Approvals, Ask, Decided, Decision, Resolution};
+pub use remembered::{NewRule, RuleEdit, RuleInUse};
 pub use scope::{ArgClause, CallerInfo, CallerKey, Scope, ScopeDef, ScopeError, ScopeSpec};
 pub use store::{ApprovalRequest, RememberedRule, RuleEffect};
 
@@ -226,3 +209,5 @@ impl Liveness for ProcessLiveness {
 
 #[cfg(test)]
 mod engine_tests;
+#[cfg(test)]
+mod testing;

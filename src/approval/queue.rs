@@ -1,5 +1,7 @@
-//! The approval queue and the remembered decisions: the API the UI, the CLI
-//! and the policy stage share.
+//! The approval queue: pending requests, decisions on them, their timeout,
+//! cancellation and expiry. The API the UI, the CLI and the policy stage
+//! share; the remembered rules a decision can create live in
+//! [`super::remembered`].
 //!
 //! A waiting call holds the receiving end of a oneshot channel; the live
 //! request (in memory) holds the sending end. Whoever *removes* the request
@@ -22,14 +24,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
-use arc_swap::ArcSwap;
 use serde::Serialize;
 use serde_json::Value;
 use sqlx::{Acquire, SqlitePool};
 use tokio::sync::{broadcast, oneshot};
 use tokio_util::task::TaskTracker;
 
-use super::rules::Assessment;
+use super::remembered::{RuleSet, ms};
 use super::scope::{CallerInfo, CallerKey, Scope, ScopeSpec};
 use super::store::{self, ApprovalRequest, Closing, RememberedRule, RuleEffect};
 use super::{ApprovalError, ApprovalStatus, Clock, Liveness, ProcessLiveness, SystemClock};
@@ -38,6 +39,7 @@ use crate::cancel::{Cancel, CancelReason};
 use crate::canonical::call_hash;
 use crate::context::Caller;
 use crate::events::{Event, EventBus, RuleChange};
+use crate::policy::Assessment;
 
 /// How often pending rows past their expiry are closed. Live calls time
 /// out on their own; the sweep catches requests nobody waits on (recovered
@@ -180,33 +182,6 @@ pub struct Decided {
     pub rule: Option<RememberedRule>,
 }
 
-/// A rule made directly (UI "add rule"), not from a request.
-#[derive(Debug, Clone)]
-pub struct NewRule {
-    /// Allow or deny.
-    pub effect: RuleEffect,
-    /// The scope; "this" clauses (`tool`, `args`, `caller`) are not
-    /// available here, so use `tool=GLOB` and argument clauses.
-    pub scope: String,
-    /// Why.
-    pub reason: Option<String>,
-    /// Expires after this long.
-    pub ttl: Option<Duration>,
-    /// Who made it.
-    pub by: Option<String>,
-}
-
-/// Changes to a remembered rule; `None` leaves a field as it is.
-#[derive(Debug, Clone, Default)]
-pub struct RuleEdit {
-    /// New effect.
-    pub effect: Option<RuleEffect>,
-    /// New reason (`Some(None)` clears it).
-    pub reason: Option<Option<String>>,
-    /// New expiry, counted from now (`Some(None)` = until revoked).
-    pub ttl: Option<Option<Duration>>,
-}
-
 /// One call asking a person (built by the policy stage).
 #[derive(Debug)]
 pub struct Ask<'a> {
@@ -238,39 +213,14 @@ struct Live {
     waiter: Option<oneshot::Sender<Resolution>>,
 }
 
-struct ActiveRule {
-    rule: RememberedRule,
-    scope: Scope,
-    uses: Arc<RuleUse>,
-}
-
-/// How often a remembered rule matched a call, and when it last did. In
-/// memory only (counted lock-free as calls are assessed; a restart starts
-/// from zero): persisting a hit would put a database write on the call
-/// path for a figure that only informs a person tidying up rules.
-#[derive(Debug, Default)]
-struct RuleUse {
-    hits: std::sync::atomic::AtomicU64,
-    last_ms: std::sync::atomic::AtomicI64,
-}
-
-/// A remembered rule with how it was used since toolgate started
-/// ([`Approvals::rules_with_use`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct RuleInUse {
-    /// The rule.
-    pub rule: RememberedRule,
-    /// Calls it matched since toolgate started.
-    pub hits: u64,
-    /// When it last matched one, unix ms.
-    pub last_used_ms: Option<i64>,
-}
-
-struct Inner {
-    pool: SqlitePool,
+/// The state [`Approvals`] shares between its clones. The remembered-rule
+/// half of the API (in `remembered`) reads `pool`, `events`, `clock` and
+/// `rules`.
+pub(super) struct Inner {
+    pub(super) pool: SqlitePool,
     audit: AuditLog,
-    events: EventBus,
-    clock: Arc<dyn Clock>,
+    pub(super) events: EventBus,
+    pub(super) clock: Arc<dyn Clock>,
     live: Mutex<HashMap<i64, Live>>,
     /// Requests claimed from `live` whose closing is not in SQLite yet,
     /// with the status it will have. Locked after `live` when both are.
@@ -280,7 +230,7 @@ struct Inner {
     /// Set by [`Approvals::close`]: calls that ask from then on are
     /// cancelled with this reason. Set under the `live` lock.
     closed: OnceLock<CancelReason>,
-    rules: ArcSwap<Vec<ActiveRule>>,
+    pub(super) rules: RuleSet,
 }
 
 impl Inner {
@@ -311,7 +261,7 @@ impl Inner {
 /// The approval queue and remembered decisions. Cloning shares them.
 #[derive(Clone)]
 pub struct Approvals {
-    inner: Arc<Inner>,
+    pub(super) inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for Approvals {
@@ -344,7 +294,7 @@ impl Approvals {
             closing: Mutex::new(HashMap::new()),
             records: TaskTracker::new(),
             closed: OnceLock::new(),
-            rules: ArcSwap::from_pointee(Vec::new()),
+            rules: RuleSet::empty(),
         });
         let me = Self { inner };
         me.reload_rules().await?;
@@ -591,178 +541,6 @@ impl Approvals {
     pub async fn bind_scope(&self, id: i64, text: &str) -> Result<Scope, ApprovalError> {
         let (request, args) = self.live_request(id).await?;
         Ok(ScopeSpec::parse(text)?.bind(self.call_key(), &request.tool, &args, &request.caller)?)
-    }
-
-    // ---- remembered rules ------------------------------------------------
-
-    /// [`Self::rules`] with each rule's matches since toolgate started.
-    pub fn rules_with_use(&self) -> Vec<RuleInUse> {
-        self.inner
-            .rules
-            .load()
-            .iter()
-            .map(|a| {
-                let last = a.uses.last_ms.load(std::sync::atomic::Ordering::Relaxed);
-                RuleInUse {
-                    rule: a.rule.clone(),
-                    hits: a.uses.hits.load(std::sync::atomic::Ordering::Relaxed),
-                    last_used_ms: (last != 0).then_some(last),
-                }
-            })
-            .collect()
-    }
-
-    /// Remembered rules that are not revoked, expired ones included
-    /// (`toolgate rules list`; check [`RememberedRule::is_active`]).
-    pub fn rules(&self) -> Vec<RememberedRule> {
-        self.inner
-            .rules
-            .load()
-            .iter()
-            .map(|a| a.rule.clone())
-            .collect()
-    }
-
-    /// Revokes rule `id` (`toolgate rules rm ID`).
-    ///
-    /// # Errors
-    /// [`ApprovalError::RuleNotFound`] (also for an already revoked rule) or
-    /// the store.
-    pub async fn revoke_rule(&self, id: i64) -> Result<RememberedRule, ApprovalError> {
-        let now = self.inner.clock.now_ms();
-        self.change_rule(id, RuleChange::Revoked, |r| r.revoked_ms = Some(now))
-            .await
-    }
-
-    /// Edits rule `id`'s effect, reason or expiry. The scope is fixed: to
-    /// change what a rule covers, revoke it and make a new one, so the
-    /// history says what was allowed when.
-    ///
-    /// # Errors
-    /// [`ApprovalError::RuleNotFound`] or the store.
-    pub async fn edit_rule(
-        &self,
-        id: i64,
-        edit: RuleEdit,
-    ) -> Result<RememberedRule, ApprovalError> {
-        let now = self.inner.clock.now_ms();
-        self.change_rule(id, RuleChange::Edited, |r| {
-            if let Some(e) = edit.effect {
-                r.effect = e;
-            }
-            if let Some(reason) = edit.reason {
-                r.reason = reason;
-            }
-            if let Some(ttl) = edit.ttl {
-                r.expires_ms = ttl.map(|t| now + ms(t));
-            }
-        })
-        .await
-    }
-
-    /// Adds a rule that was not made from a request.
-    ///
-    /// # Errors
-    /// A scope using `tool`/`args`/`caller` (they need a request), a bad
-    /// pattern, or the store.
-    pub async fn add_rule(&self, new: NewRule) -> Result<RememberedRule, ApprovalError> {
-        let spec = ScopeSpec::parse(&new.scope)?;
-        let def = spec.standalone()?;
-        let scope = Scope::compile(def, self.call_key())?;
-        let now = self.inner.clock.now_ms();
-        let rule = RememberedRule {
-            id: 0,
-            effect: new.effect,
-            scope_text: scope.to_string(),
-            scope: scope.def().clone(),
-            reason: new.reason,
-            created_ms: now,
-            created_by: new.by,
-            from_request: None,
-            expires_ms: new.ttl.map(|t| now + ms(t)),
-            revoked_ms: None,
-        };
-        let mut conn = self.inner.pool.acquire().await?;
-        let rule = store::insert_rule(&mut conn, rule).await?;
-        self.reload_rules().await?;
-        self.announce_rule(&rule, RuleChange::Added);
-        Ok(rule)
-    }
-
-    async fn change_rule(
-        &self,
-        id: i64,
-        change: RuleChange,
-        f: impl FnOnce(&mut RememberedRule),
-    ) -> Result<RememberedRule, ApprovalError> {
-        let mut rule = store::get_rule(&self.inner.pool, id)
-            .await?
-            .filter(|r| r.revoked_ms.is_none())
-            .ok_or(ApprovalError::RuleNotFound { id })?;
-        f(&mut rule);
-        if !store::update_rule(&self.inner.pool, &rule).await? {
-            return Err(ApprovalError::RuleNotFound { id });
-        }
-        self.reload_rules().await?;
-        self.announce_rule(&rule, change);
-        Ok(rule)
-    }
-
-    async fn reload_rules(&self) -> Result<(), ApprovalError> {
-        let rules = store::unrevoked_rules(&self.inner.pool).await?;
-        // Counts carry over to the reloaded list, by rule id.
-        let old = self.inner.rules.load();
-        let uses_of = |id: i64| {
-            old.iter()
-                .find(|a| a.rule.id == id)
-                .map_or_else(Arc::default, |a| a.uses.clone())
-        };
-        let active = rules
-            .into_iter()
-            .filter_map(
-                |rule| match Scope::compile(rule.scope.clone(), self.call_key()) {
-                    Ok(scope) => Some(ActiveRule {
-                        uses: uses_of(rule.id),
-                        rule,
-                        scope,
-                    }),
-                    Err(e) => {
-                        tracing::error!("remembered rule #{} is unusable: {e}", rule.id);
-                        None
-                    }
-                },
-            )
-            .collect();
-        self.inner.rules.store(Arc::new(active));
-        Ok(())
-    }
-
-    /// The remembered rule deciding this call, if any: an active deny beats
-    /// an active allow. Lock-free; cheap when there are no rules.
-    pub fn remembered(&self, tool: &str, args: &Value, caller: &Caller) -> Option<RememberedRule> {
-        let rules = self.inner.rules.load();
-        if rules.is_empty() {
-            return None;
-        }
-        let now = self.inner.clock.now_ms();
-        let key = CallerInfo::from(caller).key();
-        let hit = |effect: RuleEffect| {
-            rules.iter().find(|a| {
-                a.rule.effect == effect
-                    && a.rule.is_active(now)
-                    && a.scope.matches(tool, args, &key)
-            })
-        };
-        let found = hit(RuleEffect::Deny).or_else(|| hit(RuleEffect::Allow))?;
-        found
-            .uses
-            .hits
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        found
-            .uses
-            .last_ms
-            .store(now, std::sync::atomic::Ordering::Relaxed);
-        Some(found.rule.clone())
     }
 
     // ---- the asking side -------------------------------------------------
@@ -1070,15 +848,6 @@ impl Approvals {
     fn announce_decided(&self, r: &ApprovalRequest) {
         self.inner.events.emit(decided_event(r));
     }
-
-    fn announce_rule(&self, r: &RememberedRule, change: RuleChange) {
-        self.inner.events.emit(Event::ApprovalRuleChanged {
-            rule_id: r.id,
-            change,
-            effect: r.effect,
-            scope: r.scope_text.clone(),
-        });
-    }
 }
 
 fn decided_event(r: &ApprovalRequest) -> Event {
@@ -1130,10 +899,6 @@ fn apply_closing(r: &mut ApprovalRequest, c: &Closing, rule_id: Option<i64>) {
     r.decision_reason.clone_from(&c.reason);
     r.rule_id = rule_id;
     r.waiting = false;
-}
-
-fn ms(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// Closes the request as `cancelled` if the waiting call is dropped: the

@@ -1,138 +1,16 @@
-use std::sync::Arc;
+//! The queue's contract: a decision reaches exactly the call that asked,
+//! a timeout is not a denial, a cancelled call cannot be approved, and
+//! nothing survives a restart pending forever.
+
 use std::time::Duration;
 
-use serde_json::{Value, json};
-use tokio::sync::broadcast;
+use serde_json::json;
+
+use super::super::testing::*;
+use super::*;
 use tokio::task::JoinHandle;
 
-use super::*;
-use crate::approval::{ManualClock, ScopeError, Verdict};
-use crate::context::Caller;
 use crate::tool::Risk;
-
-const T0: i64 = 1_800_000_000_000;
-
-struct Fixture {
-    _dir: tempfile::TempDir,
-    db: std::path::PathBuf,
-    approvals: Approvals,
-    events: broadcast::Receiver<Event>,
-    clock: Arc<ManualClock>,
-}
-
-async fn open_at(db: &std::path::Path, clock: Arc<ManualClock>, alive: bool) -> Approvals {
-    let audit = AuditLog::open(db).await.unwrap();
-    let opts = ApprovalOptions {
-        clock,
-        liveness: Arc::new(move |c: &CallerInfo| alive && c.pid == Some(1)),
-    };
-    Approvals::open(&audit, EventBus::new(), opts)
-        .await
-        .unwrap()
-}
-
-async fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("audit.db");
-    let clock = ManualClock::at(T0);
-    let approvals = open_at(&db, clock.clone(), true).await;
-    let events = approvals.subscribe();
-    Fixture {
-        _dir: dir,
-        db,
-        approvals,
-        events,
-        clock,
-    }
-}
-
-fn assessment(timeout: Duration) -> Assessment {
-    Assessment {
-        verdict: Verdict::Ask,
-        risk: Risk::Critical,
-        rule: "default:shell-rm-recursive".into(),
-        reason: "recursive or forced delete".into(),
-        timeout,
-    }
-}
-
-fn caller(pid: i32) -> Caller {
-    Caller {
-        pid: Some(pid),
-        uid: Some(1000),
-        client_name: Some("claude".into()),
-        ..Caller::via("socket")
-    }
-}
-
-/// Starts a call asking a person; returns its task.
-fn ask(a: &Approvals, tool: &str, args: Value, timeout: Duration) -> JoinHandle<Resolution> {
-    let a = a.clone();
-    let tool = tool.to_owned();
-    tokio::spawn(async move {
-        let assessment = assessment(timeout);
-        let c = caller(1);
-        a.ask(Ask {
-            call_id: 7,
-            tool: &tool,
-            args: &args,
-            shown_args: args.clone(),
-            policy_version: 1,
-            assessment: &assessment,
-            caller: &c,
-            session: "s1",
-            cancel: None,
-        })
-        .await
-        .unwrap()
-    })
-}
-
-/// Starts a call asking a person that `cancel` ends the way the engine
-/// ends a cancelled call: its future is dropped once the token fires.
-/// The task yields `None` if it was cancelled.
-fn cancellable_ask(a: &Approvals, cancel: &Cancel) -> JoinHandle<Option<Resolution>> {
-    let (a, cancel) = (a.clone(), cancel.clone());
-    tokio::spawn(async move {
-        let assessment = assessment(Duration::from_secs(120));
-        let (c, args) = (caller(1), json!({"command": "touch x"}));
-        let asking = a.ask(Ask {
-            call_id: 8,
-            tool: "sh",
-            args: &args,
-            shown_args: args.clone(),
-            policy_version: 1,
-            assessment: &assessment,
-            caller: &c,
-            session: "s1",
-            cancel: Some(&cancel),
-        });
-        tokio::select! {
-            biased;
-            r = asking => Some(r.unwrap()),
-            _ = cancel.cancelled() => None,
-        }
-    })
-}
-
-/// The id of the next request announced on the bus.
-async fn next_request(rx: &mut broadcast::Receiver<Event>) -> i64 {
-    loop {
-        if let Event::ApprovalRequested { id, .. } = rx.recv().await.unwrap() {
-            return id;
-        }
-    }
-}
-
-async fn next_decided(rx: &mut broadcast::Receiver<Event>) -> (i64, ApprovalStatus) {
-    loop {
-        if let Event::ApprovalDecided { id, status, .. } = rx.recv().await.unwrap() {
-            return (id, status);
-        }
-    }
-}
-
-const MINUTE: Duration = Duration::from_secs(60);
 
 #[tokio::test]
 async fn approve_once_reaches_exactly_that_call() {
@@ -348,7 +226,7 @@ async fn a_waiting_call_that_is_dropped_closes_its_request_as_cancelled() {
     assert!(f.approvals.pending().is_empty());
 }
 
-// Issue 13 item 2: a request whose call is cancelled is closed at once, as
+// A request whose call is cancelled is closed at once, as
 // `cancelled` with the reason, and can no longer be approved, even before
 // its row is written. The clock is paused once the request is stored (see
 // above): the closing waits on no timer.
@@ -539,140 +417,4 @@ async fn after_a_restart_requests_of_gone_callers_expire_and_the_rest_wait() {
     assert_eq!(next_decided(&mut rx).await.0, alive);
     assert_eq!(next_decided(&mut rx).await, (idle, ApprovalStatus::Expired));
     assert!(a.pending().is_empty());
-}
-
-#[tokio::test]
-async fn always_rules_are_listed_edited_expire_and_are_revoked() {
-    let mut f = fixture().await;
-    let args = json!({"path": "/home/u/proj/a"});
-    let call = ask(&f.approvals, "fs_read", args.clone(), MINUTE);
-    let id = next_request(&mut f.events).await;
-    // A scope that misses the request is refused; the request stays.
-    let e = f
-        .approvals
-        .approve(id, Some("/path:path=/elsewhere/**"))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(e, ApprovalError::Scope(ScopeError::MissesRequest { .. })),
-        "{e}"
-    );
-    let d = f
-        .approvals
-        .decide(
-            id,
-            Decision::approve().always(
-                "/path:path=/home/u/proj/**",
-                Some(Duration::from_secs(3600)),
-            ),
-        )
-        .await
-        .unwrap();
-    assert!(matches!(
-        call.await.unwrap(),
-        Resolution::Approved {
-            rule_id: Some(_),
-            ..
-        }
-    ));
-    let rule = d.rule.unwrap();
-    assert_eq!(d.request.rule_id, Some(rule.id));
-    assert_eq!(rule.scope_text, "tool=fs_read,/path:path=/home/u/proj/**");
-    assert_eq!(rule.expires_ms, Some(T0 + 3_600_000));
-    assert_eq!(f.approvals.rules(), vec![rule.clone()]);
-    let c = caller(9);
-    let inside = json!({"path": "/home/u/proj/b/c"});
-    assert_eq!(
-        f.approvals.remembered("fs_read", &inside, &c).map(|r| r.id),
-        Some(rule.id)
-    );
-    assert!(
-        f.approvals
-            .remembered("fs_read", &json!({"path": "/etc/x"}), &c)
-            .is_none()
-    );
-
-    // Edit: make it a deny; the scope stays.
-    let edited = f
-        .approvals
-        .edit_rule(
-            rule.id,
-            RuleEdit {
-                effect: Some(RuleEffect::Deny),
-                reason: Some(Some("secrets moved here".into())),
-                ..RuleEdit::default()
-            },
-        )
-        .await
-        .unwrap();
-    assert_eq!(edited.effect, RuleEffect::Deny);
-    let hit = f.approvals.remembered("fs_read", &inside, &c).unwrap();
-    assert_eq!(hit.effect, RuleEffect::Deny);
-
-    // TTL: after an hour it no longer applies, and is listed as inactive.
-    f.clock.advance(Duration::from_secs(3601));
-    assert!(f.approvals.remembered("fs_read", &inside, &c).is_none());
-    assert!(!f.approvals.rules()[0].is_active(f.clock.now_ms()));
-
-    let revoked = f.approvals.revoke_rule(rule.id).await.unwrap();
-    assert!(revoked.revoked_ms.is_some());
-    assert!(f.approvals.rules().is_empty());
-    assert!(matches!(
-        f.approvals.revoke_rule(rule.id).await,
-        Err(ApprovalError::RuleNotFound { .. })
-    ));
-    // Rules survive a restart.
-    let added = f
-        .approvals
-        .add_rule(NewRule {
-            effect: RuleEffect::Allow,
-            scope: "tool=fs_list".into(),
-            reason: None,
-            ttl: None,
-            by: Some("ui".into()),
-        })
-        .await
-        .unwrap();
-    let reopened = open_at(&f.db, f.clock.clone(), true).await;
-    assert_eq!(reopened.rules(), vec![added]);
-    let mut changes = 0;
-    while let Ok(e) = f.events.try_recv() {
-        changes += usize::from(matches!(e, Event::ApprovalRuleChanged { .. }));
-    }
-    assert_eq!(changes, 4, "added, edited, revoked, added");
-}
-
-#[tokio::test]
-async fn always_deny_beats_always_allow() {
-    let mut f = fixture().await;
-    let call = ask(&f.approvals, "sh", json!({"command": "ls"}), MINUTE);
-    let id = next_request(&mut f.events).await;
-    f.approvals.approve(id, Some("tool")).await.unwrap();
-    call.await.unwrap();
-    let call = ask(&f.approvals, "sh", json!({"command": "rm x"}), MINUTE);
-    let id = next_request(&mut f.events).await;
-    f.approvals
-        .decide(
-            id,
-            Decision::deny(Some("never rm".into())).always("/command=rm *", None),
-        )
-        .await
-        .unwrap();
-    assert_eq!(
-        call.await.unwrap(),
-        Resolution::Denied {
-            reason: Some("never rm".into())
-        }
-    );
-    let c = caller(1);
-    let r = f
-        .approvals
-        .remembered("sh", &json!({"command": "rm y"}), &c)
-        .unwrap();
-    assert_eq!(r.effect, RuleEffect::Deny);
-    let r = f
-        .approvals
-        .remembered("sh", &json!({"command": "ls -l"}), &c)
-        .unwrap();
-    assert_eq!(r.effect, RuleEffect::Allow);
 }

@@ -31,14 +31,19 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::matcher::{ArgCondition, Pattern, PatternError, PatternKind, pointer_of};
-use super::rules::tool_glob;
 use crate::call_key::CallKey;
 use crate::canonical::call_hash;
 use crate::context::Caller;
+use crate::policy::tool_glob;
+use crate::policy::{ArgCondition, Pattern, PatternError, PatternKind, pointer_of};
+use crate::wire::{CallerView, write_caller};
 
-/// A caller as stored with a request.
+/// A caller as stored with a request. It is sent as a [`CallerView`],
+/// which adds `text`, the engine's words for it, so no host words a
+/// caller itself.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+#[serde(into = "CallerView")]
+#[ts(as = "CallerView")]
 pub struct CallerInfo {
     /// Entry point: `socket`, `cli`, ...
     pub via: String,
@@ -58,6 +63,22 @@ pub struct CallerInfo {
     pub agent_id: Option<String>,
 }
 
+impl From<CallerInfo> for CallerView {
+    fn from(c: CallerInfo) -> Self {
+        let text = c.short();
+        Self {
+            via: c.via,
+            pid: c.pid,
+            uid: c.uid,
+            exe: c.exe,
+            bridge_pid: c.bridge_pid,
+            client_name: c.client_name,
+            agent_id: c.agent_id,
+            text,
+        }
+    }
+}
+
 impl From<&Caller> for CallerInfo {
     fn from(c: &Caller) -> Self {
         Self {
@@ -73,13 +94,13 @@ impl From<&Caller> for CallerInfo {
 }
 
 impl CallerInfo {
-    /// The caller as lists show it: what `Caller`'s own text says (entry
-    /// point, client name, pid: `socket cursor 1.0 pid 4242`), made by the
-    /// same function.
+    /// The caller in the words people read (`socket cursor 1.0 pid
+    /// 4242`), made by the same function as the live [`Caller`]'s text and
+    /// sent with it on the wire ([`CallerView::text`]).
     pub fn short(&self) -> String {
         let mut s = String::new();
         // Writing to a String cannot fail.
-        let _ = crate::context::write_caller(
+        let _ = write_caller(
             &mut s,
             &self.via,
             self.client_name.as_deref(),

@@ -4,7 +4,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::approval::matcher::normalize;
+use crate::policy::normalize;
 
 fn who(client: &str) -> CallerInfo {
     CallerInfo {
@@ -236,4 +236,20 @@ fn a_stored_caller_reads_like_the_live_one() {
         "socket cursor 1.0 pid 4242 via bridge pid 4250"
     );
     assert_eq!(CallerInfo::from(&bridged).short(), bridged.to_string());
+}
+
+#[test]
+fn a_caller_on_the_wire_carries_the_engines_words() {
+    let live = Caller {
+        pid: Some(4242),
+        client_name: Some("cursor 1.0".into()),
+        ..Caller::via("socket")
+    };
+    let info = CallerInfo::from(&live);
+    let json = serde_json::to_value(&info).unwrap();
+    assert_eq!(json["text"], "socket cursor 1.0 pid 4242");
+    assert_eq!(json["client_name"], "cursor 1.0");
+    // What is stored reads back as the same caller (`text` is derived).
+    let back: CallerInfo = serde_json::from_value(json).unwrap();
+    assert_eq!(back, info);
 }

@@ -113,7 +113,7 @@ pub(super) async fn insert_request(
     r: &ApprovalRequest,
 ) -> Result<i64, ApprovalError> {
     let caller = serde_json::to_string(&r.caller).unwrap_or_default();
-    let risk = super::rules::risk_str(r.risk);
+    let risk = crate::policy::risk_str(r.risk);
     let (id,): (i64,) = sqlx::query_as(
         "INSERT INTO approval_requests (call_id, tool, args, args_hash, policy_version, risk, rule, \
          reason, caller, session, created_ms, expires_ms, status) \

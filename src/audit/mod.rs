@@ -7,8 +7,9 @@
 //! which a killed process does not lose (only a power cut could lose the
 //! last rows, as with SQLite's WAL at `synchronous = NORMAL`). A writer
 //! thread reads the journal on and moves its rows into SQLite in groups,
-//! one transaction each (STACK.md §5: ≈12k rows/s batched vs ≈3.7k/s one
-//! per commit), and empties the journal once everything in it is
+//! one transaction each (≈12k rows/s batched vs ≈3.7k/s one per commit;
+//! docs/architecture/decisions.md, "Measured facts behind the stack"), and
+//! empties the journal once everything in it is
 //! committed; the next start recovers what a killed process left there.
 
 mod record;

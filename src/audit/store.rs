@@ -176,7 +176,8 @@ impl AuditLog {
 
     /// Opens the log like [`Self::open`], but only as its writer: the
     /// daemon's open. A process that cannot record calls must serve none
-    /// (DESIGN.md: one engine per data dir), so a log whose journal
+    /// (one engine per data dir, docs/architecture/overview.md), so a log
+    /// whose journal
     /// another live process holds is an error here, where readers such as
     /// `toolgate audit` get a read-only handle from [`Self::open`].
     ///

@@ -131,8 +131,8 @@ async fn binary_files_are_described_not_returned() {
     assert_eq!(r.meta["binary"], true);
 }
 
-/// Each failure names the problem and is the caller's (issue 13, item 5:
-/// the breaker must not count a read of a missing file).
+/// Each failure names the problem and is the caller's, so the breaker does
+/// not count a read of a missing file.
 #[tokio::test]
 async fn read_failures_say_what_is_wrong() {
     let f = fixture();

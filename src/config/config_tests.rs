@@ -1,5 +1,5 @@
 use super::*;
-use crate::pipeline::policy::Verdict;
+use crate::policy::Verdict;
 use crate::tool::Risk;
 
 fn parse(text: &str) -> Result<Config, ConfigError> {
@@ -58,7 +58,7 @@ fn per_tool_overrides_merge_over_global_limits() {
         .iter()
         .find(|r| r.id == "tools.shell_exec.policy")
         .unwrap();
-    assert_eq!(rule.effect, crate::approval::Effect::Verdict(Verdict::Deny));
+    assert_eq!(rule.effect, crate::policy::Effect::Verdict(Verdict::Deny));
     assert_eq!(c.policy.risk["shell_exec"], Risk::Critical);
 }
 

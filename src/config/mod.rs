@@ -4,12 +4,10 @@
 //! `Config::from_raw` resolves per-tool overrides over the global limits once
 //! and reports every problem with its path (`pipeline.breaker.
 //! failure_threshold: must be at least 1`), so a person fixes the file in one
-//! pass. Defaults live in `settings` and `pipeline::policy`, one place each.
+//! pass. Defaults live in `settings` and `policy`, one place each.
 
-pub mod edit;
 pub mod import;
 mod locate;
-mod policy;
 pub mod raw;
 pub mod servers;
 pub mod watch;
@@ -19,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::barrier::BarrierSettings;
-use crate::pipeline::policy::PolicyConfig;
+use crate::policy::PolicyConfig;
 use crate::settings::{Settings, ToolSettings};
 use crate::tool::ToolName;
 use raw::{RawConfig, RawLimits};
@@ -60,7 +58,8 @@ pub struct BuiltinConfig {
     /// Roots for file access and `shell_exec`'s working directory. Empty by
     /// default: file tools then refuse every path until a root is chosen.
     pub roots: Vec<PathBuf>,
-    /// SSRF exception for loopback and private ranges (seed: ALLOW_LOCAL_CRAWL).
+    /// SSRF exception for loopback and private ranges (PraisonAI's
+    /// `ALLOW_LOCAL_CRAWL`).
     pub allow_local: bool,
     /// Exact host or host:port SSRF exceptions.
     pub allowed_hosts: Vec<String>,
@@ -193,7 +192,7 @@ impl Config {
         tool_lists(&raw, &mut problems);
         let builtin = builtin_config(&raw, &mut problems);
         let servers = servers::validate(&raw.servers, &mut problems);
-        let policy = policy::policy_config(&raw, &builtin.roots, &mut problems);
+        let policy = crate::policy::load::policy_config(&raw, &builtin.roots, &mut problems);
         if !problems.is_empty() {
             return Err(ConfigError::Invalid {
                 path: path.unwrap_or_else(|| "<defaults>".into()),

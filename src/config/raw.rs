@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::pipeline::policy::{Preset, Verdict};
+use crate::policy::{Preset, Verdict};
 use crate::tool::Risk;
 
 /// The whole file.
@@ -37,7 +37,7 @@ pub struct RawConfig {
     /// Per-tool overrides, keyed by tool name.
     #[serde(default)]
     pub tools: BTreeMap<String, RawToolOverride>,
-    // -- servers (issue 5) --
+    // -- upstream MCP servers --
     /// Upstream MCP servers (`[[servers]]`); validated by `config::servers`.
     #[serde(default)]
     pub servers: Vec<super::servers::RawServer>,

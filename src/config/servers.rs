@@ -17,8 +17,9 @@
 //!   deserializer. Errors name the key (`urll: unknown key …`);
 //!   [`super::Config::parse`] adds `servers[i].` and the line.
 //! - **Names** are `^[A-Za-z0-9_-]{1,24}$` without `__` and not ending in
-//!   `_`. They become the `<server>__<tool>` prefix (DESIGN.md: tool names
-//!   are `^[A-Za-z0-9_-]{1,64}$`): 24 + 2 leaves 38 characters for the
+//!   `_`. They become the `<server>__<tool>` prefix (tool names are
+//!   `^[A-Za-z0-9_-]{1,64}$`, docs/architecture/overview.md, "Tool
+//!   names"): 24 + 2 leaves 38 characters for the
 //!   upstream tool's own name, which covers the tool names seen in practice,
 //!   and the `__` ban keeps the split between server and tool unambiguous.
 //! - **Unique** names; URLs parse and use `http(s)` for `sse` and

@@ -1,9 +1,11 @@
-//! Hot reload of the config file (DESIGN.md: "one TOML file, hot-reloaded").
+//! Hot reload of the config file: one TOML file, hot-reloaded
+//! (docs/architecture/overview.md, "Configuration and secrets").
 //!
 //! Contract:
 //! - The *directory* holding the file is watched, not the file: editors and
 //!   `toolgate import > …` replace files by atomic rename, which ends a watch
-//!   on the old inode (STACK.md §6). Events are filtered on the file name;
+//!   on the old inode (docs/architecture/decisions.md, "Measured facts
+//!   behind the stack"). Events are filtered on the file name;
 //!   `Access(_)` events (open/close noise) are ignored; any create, modify or
 //!   remove of the name re-reads and re-validates the whole file.
 //! - Each new *valid* config is published on a [`tokio::sync::watch`]
@@ -122,7 +124,7 @@ impl ConfigWriter {
         &self.path
     }
 
-    /// Replaces the file with `text` atomically (see [`super::edit::save`])
+    /// Replaces the file with `text` atomically (see [`crate::policy::document::save`])
     /// and records `config`, the already-validated form of `text`, as the
     /// one in force, without waking the config's subscribers: the caller
     /// applies it itself.
@@ -137,7 +139,7 @@ impl ConfigWriter {
             .last_text
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        super::edit::save(&self.path, text)?;
+        crate::policy::document::save(&self.path, text)?;
         *last = Some(text.to_owned());
         self.config.send_if_modified(|c| {
             *c = Arc::new(config);

@@ -1,5 +1,6 @@
 //! What the console transport asks of the engine: [`ConsoleApi`], one
-//! method per route of console-design.md's table.
+//! method per route of the table in docs/architecture/console-api.md,
+//! HTTP API.
 //!
 //! The control service is the implementation
 //! ([`control_api`](super::control_api)): each method is one call of
@@ -17,6 +18,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::error::ApiError;
+use crate::control::types::ExportFormat;
+use crate::wire::DecisionBody;
 
 /// A console answer or its error.
 pub type ApiResult<T> = Result<T, ApiError>;
@@ -51,7 +54,7 @@ pub enum Actor {
         /// See [`super::auth::ConsoleAuth::session_label`].
         session: String,
         /// A browser tab or the desktop app's window.
-        surface: super::auth::Surface,
+        surface: crate::wire::Surface,
     },
     /// A client with the console bearer token.
     Bearer,
@@ -64,33 +67,6 @@ impl std::fmt::Display for Actor {
             Self::Bearer => f.write_str("console (bearer token)"),
         }
     }
-}
-
-/// Where a person decided, said by the desktop shell (it holds the
-/// console's bearer token) when the decision came from its tray or a
-/// notification rather than the console page.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Via {
-    /// The tray menu.
-    Tray,
-    /// A notification's action button.
-    Notification,
-}
-
-/// Body of `POST /api/approvals/{id}/approve|deny`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DecisionBody {
-    /// Told to the agent (deny only).
-    #[serde(default)]
-    pub reason: Option<String>,
-    /// Also remember the decision.
-    #[serde(default)]
-    pub always: Option<crate::control::types::AlwaysInput>,
-    /// Bearer clients only: the desktop tray or a notification decided.
-    #[serde(default)]
-    pub decider: Option<Via>,
 }
 
 /// Body of `POST /api/approvals/{id}/scope`.
@@ -107,7 +83,7 @@ pub struct ScopeBody {
 #[serde(deny_unknown_fields)]
 pub struct PolicyPut {
     /// The whole policy as edited.
-    pub doc: crate::config::edit::PolicyDoc,
+    pub doc: crate::policy::document::PolicyDoc,
     /// `version` of the policy the edit started from.
     #[ts(type = "number")]
     pub base_version: u64,
@@ -115,16 +91,6 @@ pub struct PolicyPut {
 
 /// Body of `POST /api/policy/test`: the control service's input.
 pub type PolicyTestBody = crate::control::policy_test::PolicyTestInput;
-
-/// `format=` of `GET /api/audit/export`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ExportFormat {
-    /// One JSON object per line.
-    Jsonl,
-    /// Comma-separated, with a header row.
-    Csv,
-}
 
 /// A file to download.
 pub struct Export {
@@ -156,8 +122,8 @@ pub trait ConsoleApi: Clone + Send + Sync + 'static {
         unwired::<()>("the snapshot")
     }
 
-    /// `GET /api/events`: the stream after `after` (from the start when
-    /// `None`).
+    /// `GET /api/events`: the stream after `after` (from the next event
+    /// on when `None`).
     fn events(&self, after: Option<u64>) -> ApiResult<EventFeed> {
         Err(ApiError::unwired("the event stream"))
     }
@@ -283,6 +249,14 @@ pub trait ConsoleApi: Clone + Send + Sync + 'static {
         body: PolicyTestBody,
     ) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
         unwired::<()>("the policy test")
+    }
+
+    /// `GET /api/state/{slice}`: one slice read again with its revision.
+    fn slice(
+        &self,
+        slice: crate::slices::Slice,
+    ) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
+        unwired::<()>("state slices")
     }
 
     /// `GET /api/connect`.

@@ -1,5 +1,5 @@
 //! The console role's secrets, separate from the agents' MCP token
-//! (console-design.md, Auth):
+//! (docs/architecture/console-api.md, Auth):
 //!
 //! - **One-time login tokens** (256-bit, single use, valid
 //!   [`LOGIN_TTL`]): `toolgate serve` prints one in the console URL and
@@ -23,7 +23,9 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
-use crate::mcp::http::new_token;
+use crate::control::socket::LoginLinks;
+use crate::local_http::new_token;
+use crate::wire::Surface;
 
 /// How long a login link works.
 pub const LOGIN_TTL: Duration = Duration::from_secs(600);
@@ -38,18 +40,6 @@ type Digest32 = [u8; 32];
 
 fn digest(secret: &str) -> Digest32 {
     Sha256::digest(secret.as_bytes()).into()
-}
-
-/// Where a console session is shown: a browser tab, or the desktop app's
-/// own window (its login links are minted for it). Recorded with the
-/// session's decisions, so the audit trail tells the two apart.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Surface {
-    /// A browser (`toolgate console`, the link `serve` printed).
-    #[default]
-    Browser,
-    /// The desktop app's window.
-    DesktopWindow,
 }
 
 #[derive(Debug, Default)]
@@ -71,6 +61,12 @@ impl std::fmt::Debug for ConsoleAuth {
         f.debug_struct("ConsoleAuth")
             .field("origin", &self.origin)
             .finish_non_exhaustive()
+    }
+}
+
+impl LoginLinks for ConsoleAuth {
+    fn login_url_for(&self, surface: Surface) -> String {
+        ConsoleAuth::login_url_for(self, surface)
     }
 }
 
@@ -160,7 +156,7 @@ impl ConsoleAuth {
 
     /// Whether `token` is the console bearer token (constant time).
     pub fn is_bearer(&self, token: &str) -> bool {
-        crate::mcp::http::constant_time_eq(token.as_bytes(), self.bearer.as_bytes())
+        crate::local_http::constant_time_eq(token.as_bytes(), self.bearer.as_bytes())
     }
 
     /// A short label of a session for "who decided" records: a digest

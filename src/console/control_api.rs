@@ -6,14 +6,11 @@
 use futures::StreamExt;
 use serde::Serialize;
 
-use super::api::{
-    Actor, ApiResult, ConsoleApi, DecisionBody, EventFeed, Export, ExportFormat, FeedItem,
-    PolicyTestBody, Via,
-};
-use super::auth::Surface;
+use super::api::{Actor, ApiResult, ConsoleApi, EventFeed, Export, FeedItem, PolicyTestBody};
 use super::error::ApiError;
-use crate::control::types::{ApproveInput, AuditQuery, DenyInput};
+use crate::control::types::{ApproveInput, AuditQuery, DenyInput, ExportFormat};
 use crate::control::{Control, ControlError, Decider, StreamItem};
+use crate::wire::{DecisionBody, Surface, Via};
 
 impl From<ControlError> for ApiError {
     fn from(e: ControlError) -> Self {
@@ -89,10 +86,9 @@ impl ConsoleApi for Control {
     }
 
     async fn audit_export(&self, query: AuditQuery, format: ExportFormat) -> ApiResult<Export> {
-        use crate::control::types::ExportFormat as Format;
-        let (format, content_type, ext) = match format {
-            ExportFormat::Jsonl => (Format::Jsonl, "application/x-ndjson", "jsonl"),
-            ExportFormat::Csv => (Format::Csv, "text/csv; charset=utf-8", "csv"),
+        let (content_type, ext) = match format {
+            ExportFormat::Jsonl => ("application/x-ndjson", "jsonl"),
+            ExportFormat::Csv => ("text/csv; charset=utf-8", "csv"),
         };
         let body = Control::audit_export(self, &query, format).await?;
         Ok(Export {
@@ -188,6 +184,10 @@ impl ConsoleApi for Control {
 
     async fn connect(&self) -> ApiResult<impl Serialize + Send> {
         Ok(Control::connect(self))
+    }
+
+    async fn slice(&self, slice: crate::slices::Slice) -> ApiResult<impl Serialize + Send> {
+        Ok(Control::slice(self, slice).await?)
     }
 }
 

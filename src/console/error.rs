@@ -1,5 +1,6 @@
 //! The console's error answer: an HTTP status and
-//! `{"error": {"code", "message", "field"?}}` (console-design.md, Errors).
+//! `{"error": {"code", "message", "field"?}}`
+//! (docs/architecture/console-api.md, Errors).
 //! The code decides the status, so a transport never picks one by hand.
 
 use axum::Json;
@@ -7,8 +8,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-use crate::config::edit::FieldError;
-use crate::policy_edit::EditError;
+use crate::policy::document::FieldError;
+use crate::policy::editor::EditError;
 
 /// The stable error codes of the console API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ts_rs::TS)]
@@ -24,8 +25,11 @@ pub enum Code {
     Forbidden,
     /// No such call, approval, rule, tool, server.
     NotFound,
-    /// It already ended (decided, expired, cancelled) or the policy moved.
+    /// It already ended (decided, expired, cancelled).
     Stale,
+    /// An edit was based on a revision that is no longer current (the
+    /// policy changed since the edit was started); nothing was written.
+    Conflict,
     /// A field is invalid; names it.
     Invalid,
     /// This engine runs without the part the request needs.
@@ -43,6 +47,7 @@ impl Code {
             Self::Forbidden => "forbidden",
             Self::NotFound => "not_found",
             Self::Stale => "stale",
+            Self::Conflict => "conflict",
             Self::Invalid => "invalid",
             Self::Unavailable => "unavailable",
             Self::Internal => "internal",
@@ -58,6 +63,7 @@ impl Code {
             "forbidden" => Self::Forbidden,
             "not_found" => Self::NotFound,
             "stale" => Self::Stale,
+            "conflict" => Self::Conflict,
             "invalid" => Self::Invalid,
             "unavailable" => Self::Unavailable,
             _ => Self::Internal,
@@ -71,7 +77,7 @@ impl Code {
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::Forbidden => StatusCode::FORBIDDEN,
             Self::NotFound => StatusCode::NOT_FOUND,
-            Self::Stale => StatusCode::CONFLICT,
+            Self::Stale | Self::Conflict => StatusCode::CONFLICT,
             Self::Invalid => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,

@@ -1,5 +1,6 @@
 //! The checks every console request passes before a handler runs, and the
-//! headers every console response carries (console-design.md, Auth):
+//! headers every console response carries
+//! (docs/architecture/console-api.md, Auth):
 //!
 //! - `Host` must be `127.0.0.1:<port>` or `localhost:<port>` (DNS
 //!   rebinding), as for `/mcp`;
@@ -23,7 +24,7 @@ use axum::response::{IntoResponse, Response};
 use super::api::Actor;
 use super::auth::{COOKIE, ConsoleAuth};
 use super::error::{ApiError, Code};
-use crate::mcp::http::{constant_time_eq, is_local};
+use crate::local_http::{constant_time_eq, is_local};
 
 /// The Content-Security-Policy of every console response: only our own
 /// scripts, styles, images and connections; no inline code, no framing.

@@ -1,6 +1,7 @@
 //! The console transport: the person's side of the engine over the
-//! localhost HTTP server that also serves `/mcp` (issue 14, item 2;
-//! console-design.md is the contract).
+//! localhost HTTP server that also serves `/mcp`, under its own role and
+//! token (docs/architecture/decisions.md, "The console is a third role on
+//! the HTTP listener"; docs/architecture/console-api.md is the contract).
 //!
 //! - [`auth`]: one-time login links, session cookies and the console
 //!   bearer token; the console role never accepts the agents' token.
@@ -18,6 +19,7 @@
 pub mod api;
 pub mod assets;
 pub mod auth;
+pub mod bindings;
 mod control_api;
 pub mod error;
 mod guard;
@@ -33,7 +35,7 @@ pub use auth::ConsoleAuth;
 pub use error::{ApiError, Code};
 pub use guard::CSP;
 
-use crate::policy_edit::PolicyEditor;
+use crate::policy::editor::PolicyEditor;
 
 /// Everything the console's routes need.
 #[derive(Debug, Clone)]

@@ -1,6 +1,6 @@
-//! The console's routes (console-design.md, HTTP API): thin handlers that
-//! read the request, call [`ConsoleApi`] or the policy editor, and answer
-//! JSON or an [`ApiError`].
+//! The console's routes (docs/architecture/console-api.md, HTTP API): thin
+//! handlers that read the request, call [`ConsoleApi`] or the policy
+//! editor, and answer JSON or an [`ApiError`].
 //!
 //! Bad input is answered before anything is called: a body that is not
 //! JSON is `400 bad_request` with serde's line and column; JSON of the
@@ -23,18 +23,18 @@ use futures::StreamExt;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::api::{
-    Actor, ApiResult, ConsoleApi, DecisionBody, ExportFormat, FeedItem, PolicyPut, PolicyTestBody,
-    ScopeBody,
-};
+use super::api::{Actor, ApiResult, ConsoleApi, FeedItem, PolicyPut, PolicyTestBody, ScopeBody};
 use super::auth::COOKIE;
 use super::error::{ApiError, Code};
 use super::guard::{self, Gate};
 use super::{Console, assets};
-use crate::config::edit::{FieldError, PolicyDoc};
-use crate::policy_edit::Validation;
+use crate::control::types::ExportFormat;
+use crate::policy::document::{FieldError, PolicyDoc};
+use crate::policy::editor::Validation;
+use crate::wire::DecisionBody;
 
-/// How often an idle event stream sends `: keepalive` (console-design.md).
+/// How often an idle event stream sends `: keepalive`
+/// (docs/architecture/console-api.md, Event stream).
 pub(super) const KEEPALIVE: Duration = Duration::from_secs(15);
 
 type S<A> = State<Arc<Console<A>>>;
@@ -67,6 +67,7 @@ pub(super) fn router<A: ConsoleApi>(console: Console<A>) -> Router {
         .route("/policy/validate", post(validate_policy::<A>))
         .route("/policy/test", post(policy_test::<A>))
         .route("/connect", get(connect::<A>))
+        .route("/state/{slice}", get(slice::<A>))
         .fallback(api_not_found)
         .layer(middleware::from_fn_with_state(
             gate.clone(),
@@ -396,6 +397,17 @@ async fn policy_test<A: ConsoleApi>(State(s): S<A>, bytes: Bytes) -> Response {
 
 async fn connect<A: ConsoleApi>(State(s): S<A>) -> Response {
     json(s.api.connect().await)
+}
+
+async fn slice<A: ConsoleApi>(State(s): S<A>, Path(name): Path<String>) -> Response {
+    match crate::slices::Slice::parse(&name) {
+        Some(slice) => json(s.api.slice(slice).await),
+        None => ApiError::new(
+            Code::NotFound,
+            format!("no state slice `{name}` (tools, policy, servers, breakers)"),
+        )
+        .into_response(),
+    }
 }
 
 async fn policy<A: ConsoleApi>(State(s): S<A>) -> Response {

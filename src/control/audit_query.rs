@@ -156,9 +156,9 @@ fn outcome_filter(o: &str) -> Result<OutcomeFilter, ControlError> {
         "ok" => Ok(OutcomeFilter::Column("ok")),
         "tool_error" => Ok(OutcomeFilter::Column("tool_error")),
         "error" => Ok(OutcomeFilter::Column("error")),
-        other => serde_json::from_value::<ErrorKind>(Value::String(other.to_owned()))
+        other => ErrorKind::parse(other)
             .map(|k| OutcomeFilter::Kind(k.as_str().to_owned()))
-            .map_err(|_| {
+            .ok_or_else(|| {
                 ControlError::invalid(
                     "outcome",
                     format!(

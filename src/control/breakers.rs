@@ -2,8 +2,8 @@
 //! (a Hystrix-style tile), and a person's reset.
 
 use super::Control;
-use super::types::{BreakerView, LastError, Latency, ResetResult};
-use crate::pipeline::breaker::BreakerStats;
+use super::types::{BreakerLimits, BreakerView, LastError, Latency, ResetResult, SparkShape};
+use crate::pipeline::breaker::stats::{BUCKET, BUCKETS, BreakerStats};
 
 impl Control {
     /// Breakers of the tools that have been called, by tool name. Error %
@@ -16,6 +16,24 @@ impl Control {
             .into_iter()
             .map(view)
             .collect()
+    }
+
+    /// How every breaker's sparkline buckets calls.
+    pub fn spark_shape(&self) -> SparkShape {
+        SparkShape {
+            bucket_ms: u64::try_from(BUCKET.as_millis()).unwrap_or(u64::MAX),
+            buckets: u32::try_from(BUCKETS).unwrap_or(u32::MAX),
+        }
+    }
+
+    /// The breaker limits of a tool without an override of its own.
+    pub fn breaker_defaults(&self) -> BreakerLimits {
+        let b = &self.engine().settings().defaults().breaker;
+        BreakerLimits {
+            threshold: b.failure_threshold.max(1),
+            window_s: b.window.as_secs(),
+            cooldown_s: b.cooldown.as_secs(),
+        }
     }
 
     /// Closes `tool`'s breaker and forgets its failures (a person who

@@ -9,9 +9,9 @@ use crate::config::Config;
 use crate::context::{CallContext, Caller, Session};
 use crate::control::{Control, EngineInfo, EngineMode};
 use crate::error::{CallError, ErrorKind};
-use crate::events::BreakerState;
-use crate::pipeline::breaker::{BUCKETS, CallBuckets};
+use crate::pipeline::breaker::stats::{BUCKETS, CallBuckets};
 use crate::tool::{JsonObject, Tool, ToolDef, ToolName, ToolResult};
+use crate::wire::BreakerState;
 
 const CONFIG: &str = "
 [pipeline.retry]
@@ -160,4 +160,12 @@ async fn buckets_are_reused_as_the_ring_turns() {
         (0, 0),
         "a slot reused by a later bucket is not the old one"
     );
+}
+
+#[tokio::test]
+async fn the_spark_shape_is_the_engines_bucketing() {
+    let rig = Rig::new().await;
+    let shape = rig.control.spark_shape();
+    assert_eq!(shape.bucket_ms, 5_000);
+    assert_eq!(shape.buckets as usize, BUCKETS);
 }

@@ -17,6 +17,8 @@ use super::types::{CallDetail, CallSummary};
 use super::{Control, ControlError};
 use crate::approval::CallerInfo;
 use crate::audit::CallRow;
+use crate::error::ErrorKind;
+use crate::wire::CallOutcome;
 
 impl Control {
     /// The call with engine call id `call_id` in this run of the engine.
@@ -57,7 +59,7 @@ impl Control {
         let (verdict, rule) = decided_by(&notes);
         let approval = self.approval_of(&row).await?;
         let this_run = row.id > self.inner.first_row;
-        let (output, output_missing) = if row.outcome == "error" {
+        let (output, output_missing) = if CallOutcome::parse(&row.outcome) == CallOutcome::Error {
             let why = "the call ended in an error (see its message); it produced no output";
             (None, Some(why.to_owned()))
         } else if !this_run {
@@ -149,8 +151,8 @@ pub(crate) fn summary_of(row: &CallRow) -> CallSummary {
         caller: caller_of(&row.caller).map_or_else(|| row.caller.clone(), |c| c.short()),
         session: row.session.clone(),
         decision: row.decision.clone(),
-        outcome: row.outcome.clone(),
-        error_kind: row.error_kind.clone(),
+        outcome: CallOutcome::parse(&row.outcome),
+        error_kind: row.error_kind.as_deref().and_then(ErrorKind::parse),
         error_message: row.error_message.clone(),
         elapsed_us: row.elapsed_us,
         stages: serde_json::from_str(&row.stages).unwrap_or_default(),

@@ -4,6 +4,7 @@ use super::*;
 use crate::control::Decider;
 use crate::control::testing::Rig;
 use crate::control::types::ApproveInput;
+use crate::error::ErrorKind;
 
 fn call_id(reply: &crate::CallReply) -> i64 {
     i64::try_from(reply.call_id).unwrap_or(-1)
@@ -18,7 +19,7 @@ async fn a_call_denied_by_policy_names_the_rule_that_denied_it() {
     assert_eq!(d.verdict.as_deref(), Some("deny"));
     assert_eq!(d.rule.as_deref(), Some("tools.forbidden.policy"));
     assert_eq!(d.summary.decision, "refused");
-    assert_eq!(d.summary.error_kind.as_deref(), Some("policy_denied"));
+    assert_eq!(d.summary.error_kind, Some(ErrorKind::PolicyDenied));
     assert!(d.output.is_none());
     assert!(
         d.output_missing

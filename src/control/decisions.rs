@@ -11,14 +11,16 @@
 use std::time::Duration;
 
 use super::types::{
-    AlwaysInput, ApprovalDetail, ApproveInput, AuditQuery, CallSummary, DecidedView, DenyInput,
-    RuleView, ScopePreview,
+    ApprovalDetail, ApproveInput, AuditQuery, CallSummary, DecidedView, DenyInput, RuleView,
+    ScopePreview,
 };
 use super::{Control, ControlError};
 pub use crate::approval::Decider;
 use crate::approval::{
-    Approvals, CallerInfo, Decision, PatternKind, RememberedRule, RuleEffect, ScopeDef, ScopeError,
+    Approvals, CallerInfo, Decision, RememberedRule, RuleEffect, ScopeDef, ScopeError,
 };
+use crate::policy::PatternKind;
+use crate::wire::AlwaysInput;
 
 /// Longest "always" expiry: ten years. Longer is a typo (and would
 /// overflow the stored expiry); leave it out to keep a rule until revoked.

@@ -6,9 +6,10 @@ use crate::CallReply;
 use crate::approval::ApprovalStatus;
 use crate::control::StreamItem;
 use crate::control::testing::{Rig, session};
-use crate::control::types::{AlwaysInput, ApproveInput, DenyInput};
+use crate::control::types::{ApproveInput, DenyInput};
 use crate::error::ErrorKind;
 use crate::events::Event;
+use crate::wire::AlwaysInput;
 
 /// Starts a `shell_exec` call that waits for a person; returns it and its
 /// request id, read from the live stream.

@@ -1,5 +1,6 @@
 //! The control service: everything a person can see and do, as one Rust
-//! API with no transport (DESIGN.md, "The console"; issue 14, item 1).
+//! API with no transport (docs/architecture/decisions.md, "One control
+//! service for the console and the CLI").
 //!
 //! The CLI's control socket and the console's HTTP API are two thin
 //! transports over one [`Control`]; each method maps onto one request,
@@ -10,6 +11,7 @@
 //! |---|---|
 //! | live stream: numbered events, resume, reload | [`stream`] |
 //! | snapshot consistent with a stream position | [`snapshot`] |
+//! | one slice read again when the stream says it changed | [`slices`] |
 //! | recent outputs, raw and as the model saw them | [`outputs`] |
 //! | call detail | [`calls`] |
 //! | audit queries and export | [`audit_query`] |
@@ -19,6 +21,7 @@
 //! | tools | [`tools`] |
 //! | "what would happen to this call?" | [`policy_test`] |
 //! | what the UI sees (TypeScript bindings) | [`types`] |
+//! | the CLI's transport: the control socket's methods | [`socket`] |
 //!
 //! Wiring (the daemon, after building the engine and its upstreams, before
 //! serving, so every call of the run is in the stream and has its output
@@ -43,7 +46,9 @@ mod error;
 pub mod outputs;
 pub mod policy_test;
 pub mod servers;
+pub mod slices;
 pub mod snapshot;
+pub mod socket;
 pub mod stream;
 pub mod tools;
 pub mod types;

@@ -9,8 +9,9 @@ use serde_json::Value;
 use ts_rs::TS;
 
 use super::{Control, ControlError};
-use crate::approval::{RuleEffect, Verdict};
+use crate::approval::RuleEffect;
 use crate::context::Caller;
+use crate::policy::Verdict;
 use crate::tool::Risk;
 
 /// Body of the policy test.

@@ -25,8 +25,8 @@
 use super::types::{CallSummary, Counters, PolicySummary, Snapshot};
 use super::{Control, ControlError};
 use crate::approval::{ApprovalRequest, ApprovalStatus};
-use crate::events::BreakerState;
 use crate::upstream::ServerState;
+use crate::wire::BreakerState;
 
 /// Closed approval requests in a snapshot.
 const RECENT_APPROVALS: usize = 50;
@@ -73,6 +73,8 @@ impl Control {
             pending,
             recent_approvals,
             breakers,
+            spark: self.spark_shape(),
+            breaker_defaults: self.breaker_defaults(),
             servers,
             quarantined,
             tools,

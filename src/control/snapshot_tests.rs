@@ -3,7 +3,8 @@ use serde_json::json;
 use crate::control::StreamItem;
 use crate::control::testing::{Rig, session};
 use crate::control::types::ToolState;
-use crate::events::{BreakerState, Event};
+use crate::events::Event;
+use crate::wire::BreakerState;
 
 /// Reads the stream until `n` calls have finished; returns the last seq.
 async fn until_finished(sub: &mut crate::control::Subscription, n: usize) -> u64 {

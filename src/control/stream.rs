@@ -32,7 +32,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::watch;
 
 use super::types::{Counters, Envelope, InFlight, Reload};
-use crate::events::{ConsoleSink, Event, EventBus, Outcome};
+use crate::events::{ConsoleSink, Event, EventBus};
+use crate::wire::Outcome;
 
 /// Calls in flight kept for the snapshot. Every call that starts ends in a
 /// `call_finished`, so the map stays as small as the engine's concurrency;

@@ -234,6 +234,18 @@ async fn the_console_stream_carries_calls_arriving_and_finishing_but_no_stage_ev
         matches!(received.event, Event::CallReceived { .. }),
         "{received:?}"
     );
+    // The first call gives the tool a breaker: views are told to read them.
+    let breakers = event(&mut sub).await;
+    assert!(
+        matches!(
+            breakers.event,
+            Event::StateChanged {
+                slice: crate::slices::Slice::Breakers,
+                ..
+            }
+        ),
+        "{breakers:?}"
+    );
     let finished = event(&mut sub).await;
     assert!(
         matches!(finished.event, Event::CallFinished { .. }),

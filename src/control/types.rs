@@ -1,14 +1,13 @@
 //! Every type the console sees, as the control service returns it and as
 //! the UI reads it. Each derives [`ts_rs::TS`]; `cargo test` checks that
-//! `ui/src/bindings/` holds exactly what these generate (the drift test at
-//! the bottom; `UPDATE_BINDINGS=1 cargo test --lib bindings` rewrites
-//! them), so the UI cannot drift from the engine unnoticed.
+//! `ui/src/bindings/` holds exactly what these generate (the drift test in
+//! `console::bindings`; `UPDATE_BINDINGS=1 cargo test --lib bindings`
+//! rewrites them), so the UI cannot drift from the engine unnoticed.
 //!
 //! Integers: ids, sequence numbers, times and sizes are `number` in
-//! TypeScript, not `bigint` (the generator is configured with
-//! `TS_RS_LARGE_INT=number` semantics, see [`ts_config`]): every one of
-//! them stays far below 2^53 (unix ms, µs of one call, row ids), and JSON
-//! parses them as numbers anyway.
+//! TypeScript, not `bigint` (see `console::bindings::ts_config`): every
+//! one of them stays far below 2^53 (unix ms, µs of one call, row ids),
+//! and JSON parses them as numbers anyway.
 //!
 //! Engine types the console shows as they are ([`Event`],
 //! [`ApprovalRequest`], [`RememberedRule`], [`ServerStatus`],
@@ -21,9 +20,11 @@ use ts_rs::TS;
 use crate::approval::{ApprovalRequest, RememberedRule};
 use crate::barrier::BarrierStatus;
 use crate::error::ErrorKind;
-use crate::events::{BreakerState, Event};
+use crate::events::Event;
 use crate::tool::{Annotations, Content, ParamGuard, Risk, Trust};
 use crate::upstream::{InjectionFlag, PinRecord, ServerStatus};
+use crate::wire::BreakerState;
+use crate::wire::{AlwaysInput, CallOutcome};
 
 /// One event of the live stream, numbered.
 #[derive(Debug, Clone, Serialize, TS)]
@@ -134,6 +135,31 @@ pub struct BreakerView {
     pub latency_ms: Option<Latency>,
 }
 
+/// The shape of every breaker's sparkline, as the engine buckets calls:
+/// sent with the snapshot so a live view that adds calls between
+/// snapshots buckets them the same way instead of keeping its own copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+pub struct SparkShape {
+    /// The width of one bucket, ms.
+    pub bucket_ms: u64,
+    /// How many buckets a sparkline holds, oldest first.
+    pub buckets: u32,
+}
+
+/// The breaker limits of a tool without its own `[tools.NAME]` breaker:
+/// sent with the snapshot so a view that meets a breaker between snapshots
+/// (its first transition) shows the engine's numbers instead of a copy of
+/// them. Tools with an override get their own in their [`BreakerView`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+pub struct BreakerLimits {
+    /// Failures inside the window that open the breaker.
+    pub threshold: u32,
+    /// The window failures are counted in, seconds.
+    pub window_s: u64,
+    /// How long an open breaker fails fast, seconds.
+    pub cooldown_s: u64,
+}
+
 /// Call-time percentiles, in milliseconds (fractions kept: built-in tools
 /// answer in microseconds).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, TS)]
@@ -230,10 +256,11 @@ pub struct CallSummary {
     pub session: String,
     /// `allowed` (the tool ran) or `refused`.
     pub decision: String,
-    /// `ok`, `tool_error` or `error`.
-    pub outcome: String,
-    /// The error class, for `error`.
-    pub error_kind: Option<String>,
+    /// How it ended.
+    pub outcome: CallOutcome,
+    /// The error class, for `error` and `cancelled` (absent when the row
+    /// names a class this version does not know).
+    pub error_kind: Option<ErrorKind>,
     /// The message the agent got, for `error`.
     pub error_message: Option<String>,
     /// Time in the pipeline, µs.
@@ -336,7 +363,7 @@ pub struct AuditQuery {
     pub limit: Option<u32>,
 }
 
-/// Export formats.
+/// Export formats: `format=` of the audit export, on every transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 pub enum ExportFormat {
@@ -344,17 +371,6 @@ pub enum ExportFormat {
     Jsonl,
     /// Comma-separated, with a header row.
     Csv,
-}
-
-/// "Always" with a decision.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
-#[serde(deny_unknown_fields)]
-pub struct AlwaysInput {
-    /// SCOPE text (`tool`, `caller`, `/path:path=~/proj/**`, ...).
-    pub scope: String,
-    /// Forget the rule after this many seconds; none = until revoked.
-    #[ts(optional)]
-    pub ttl_s: Option<u64>,
 }
 
 /// Body of "approve".
@@ -494,6 +510,10 @@ pub struct Snapshot {
     pub recent_approvals: Vec<ApprovalRequest>,
     /// Breakers of tools that have been called, by tool name.
     pub breakers: Vec<BreakerView>,
+    /// How their sparklines bucket calls.
+    pub spark: SparkShape,
+    /// The limits of a breaker not listed yet.
+    pub breaker_defaults: BreakerLimits,
     /// Upstream servers.
     pub servers: Vec<ServerStatus>,
     /// Quarantined upstream tools.
@@ -534,55 +554,3 @@ pub struct ErrorBody {
     /// The field an `invalid` error is about.
     pub field: Option<String>,
 }
-
-/// How bindings are generated: integers as `number` (see the module
-/// docs), files written flat into the export directory.
-pub fn ts_config() -> ts_rs::Config {
-    ts_rs::Config::new().with_large_int("number")
-}
-
-/// Writes the TypeScript of every console type (and what they use) into
-/// `dir`, one file per type.
-///
-/// # Errors
-/// A file could not be written.
-pub fn export_bindings(dir: &std::path::Path) -> Result<(), ts_rs::ExportError> {
-    let cfg = ts_config().with_out_dir(dir);
-    Envelope::export_all(&cfg)?;
-    Reload::export_all(&cfg)?;
-    Snapshot::export_all(&cfg)?;
-    CallDetail::export_all(&cfg)?;
-    AuditPage::export_all(&cfg)?;
-    AuditQuery::export_all(&cfg)?;
-    ExportFormat::export_all(&cfg)?;
-    ApproveInput::export_all(&cfg)?;
-    DenyInput::export_all(&cfg)?;
-    DecidedView::export_all(&cfg)?;
-    ScopePreview::export_all(&cfg)?;
-    ApprovalDetail::export_all(&cfg)?;
-    RuleView::export_all(&cfg)?;
-    ResetResult::export_all(&cfg)?;
-    StderrPage::export_all(&cfg)?;
-    PinDiff::export_all(&cfg)?;
-    ToolDetail::export_all(&cfg)?;
-    crate::console::ApiError::export_all(&cfg)?;
-    crate::console::error::Body::export_all(&cfg)?;
-    crate::console::api::ScopeBody::export_all(&cfg)?;
-    crate::console::api::PolicyPut::export_all(&cfg)?;
-    crate::config::edit::PolicyDoc::export_all(&cfg)?;
-    crate::config::edit::RuleDoc::export_all(&cfg)?;
-    crate::config::edit::FieldError::export_all(&cfg)?;
-    crate::policy_edit::PolicyView::export_all(&cfg)?;
-    crate::policy_edit::Validation::export_all(&cfg)?;
-    crate::policy_edit::Applied::export_all(&cfg)?;
-    crate::approval::Verdict::export_all(&cfg)?;
-    ConnectInfo::export_all(&cfg)?;
-    crate::approval::Decider::export_all(&cfg)?;
-    super::policy_test::PolicyTestInput::export_all(&cfg)?;
-    super::policy_test::PolicyTestResult::export_all(&cfg)?;
-    Ok(())
-}
-
-#[cfg(test)]
-#[path = "types_tests.rs"]
-mod tests;

@@ -1,6 +1,6 @@
 //! Path confinement: every file-system path an agent names must stay inside
-//! one of the configured roots (DESIGN.md, "path safety (confine to roots,
-//! symlinks included)"; the seed's `resolve_within_root`).
+//! one of the configured roots, symlinks included (pipeline stage 7;
+//! PraisonAI's `resolve_within_root`).
 //!
 //! Contract:
 //! - Relative paths resolve against the *first* root; absolute paths must lie

@@ -1,7 +1,7 @@
 //! SSRF guard: decides whether a URL, and every address it resolves to, may
 //! be fetched on the agent's behalf.
 //!
-//! The contract (DESIGN.md "SSRF guard"; the seed's `is_safe_http_url` with
+//! The contract (pipeline stage 7; PraisonAI's `is_safe_http_url` with
 //! its `ALLOW_LOCAL_CRAWL` switch):
 //!
 //! * Only `http` and `https` URLs, without `user:pass@` credentials.
@@ -39,7 +39,7 @@ use url::{Host, Url};
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SsrfConfig {
     /// Permit loopback, private (RFC 1918), unique-local and site-local
-    /// addresses and `localhost` names: the seed's `ALLOW_LOCAL_CRAWL`, for
+    /// addresses and `localhost` names: PraisonAI's `ALLOW_LOCAL_CRAWL`, for
     /// people who point agents at their own dev servers. Link-local (cloud
     /// metadata), multicast and reserved ranges stay blocked.
     pub allow_local: bool,

@@ -30,7 +30,8 @@ use tokio::task::JoinHandle;
 
 use super::convert;
 use super::jsonrpc::INVALID_PARAMS;
-use super::server::{Conn, Refused, params_of};
+use super::jsonrpc::Refused;
+use super::server::{Conn, params_of};
 use crate::cancel::Cancel;
 use crate::context::CallContext;
 use crate::engine::{CallReply, Engine};

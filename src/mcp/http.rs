@@ -2,7 +2,7 @@
 //! 2025-03-26 and later), for MCP clients that speak HTTP rather than stdio.
 //!
 //! Localhost only, and three checks before any JSON is read (MCP's
-//! security guidance against DNS rebinding, also the seed's
+//! security guidance against DNS rebinding, also PraisonAI's
 //! `mcp_security`): the `Host` header must name the loopback address and
 //! port we listen on; an `Origin`, when a browser sends one, must be that
 //! same loopback origin; and `Authorization: Bearer <token>` must carry the
@@ -40,6 +40,7 @@ use super::jsonrpc::{self, Incoming};
 use super::server::{Conn, McpServer, runs_long};
 use crate::cancel::CancelReason;
 use crate::context::{Caller, Session};
+use crate::local_http::{constant_time_eq, is_local, new_token};
 
 /// The header carrying the session id (MCP spec).
 pub const SESSION_HEADER: &str = "mcp-session-id";
@@ -138,15 +139,6 @@ impl HttpEndpoint {
     }
 }
 
-/// A fresh 256-bit token, hex.
-pub fn new_token() -> String {
-    format!(
-        "{:032x}{:032x}",
-        rand::random::<u128>(),
-        rand::random::<u128>()
-    )
-}
-
 /// Refuses requests whose Host, Origin or token is wrong, before routing.
 async fn guard(State(s): State<Http>, req: Request, next: Next) -> Response {
     let headers = req.headers();
@@ -179,18 +171,6 @@ async fn guard(State(s): State<Http>, req: Request, next: Next) -> Response {
         return refuse(StatusCode::UNAUTHORIZED, "missing or wrong bearer token");
     }
     next.run(req).await
-}
-
-pub(crate) fn is_local(host: &str, port: u16) -> bool {
-    ["127.0.0.1", "localhost", "[::1]"]
-        .iter()
-        .any(|h| host == format!("{h}:{port}"))
-}
-
-/// Compares without an early exit, so the token cannot be guessed byte by
-/// byte from response times.
-pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 fn refuse(status: StatusCode, why: &'static str) -> Response {
@@ -342,25 +322,4 @@ async fn delete_mcp(State(s): State<Http>, headers: HeaderMap) -> Response {
         .end_session(&conn, CancelReason::ClientDisconnected)
         .await;
     StatusCode::NO_CONTENT.into_response()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_loopback_hosts_with_our_port_pass() {
-        assert!(is_local("127.0.0.1:8080", 8080));
-        assert!(is_local("localhost:8080", 8080));
-        assert!(!is_local("127.0.0.1:8081", 8080));
-        assert!(!is_local("evil.example:8080", 8080));
-        assert!(!is_local("127.0.0.1.evil.example:8080", 8080));
-    }
-
-    #[test]
-    fn token_comparison() {
-        assert!(constant_time_eq(b"abc", b"abc"));
-        assert!(!constant_time_eq(b"abc", b"abd"));
-        assert!(!constant_time_eq(b"abc", b"abcd"));
-    }
 }

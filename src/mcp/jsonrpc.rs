@@ -6,6 +6,10 @@ use serde::Deserialize;
 use serde::Serialize;
 use serde_json::Value;
 
+/// An error reply: JSON-RPC code and message. Every handler of a
+/// method answers with it, whichever role the method belongs to.
+pub type Refused = (i64, String);
+
 /// Invalid JSON.
 pub const PARSE_ERROR: i64 = -32700;
 /// Valid JSON, but not a valid JSON-RPC request.

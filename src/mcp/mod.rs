@@ -2,13 +2,13 @@
 //! via `toolgate mcp-bridge`, or streamable HTTP), with toolgate's gate-mode
 //! extensions. See `docs/agent-protocol.md` for the wire contract.
 
-mod control;
 pub mod convert;
 pub mod frame;
 mod gate;
 pub mod http;
 pub mod jsonrpc;
+pub mod role;
 pub mod server;
 
-pub use control::{AUTH_METHOD, METHODS as CONTROL_METHODS};
+pub use role::ControlRole;
 pub use server::{McpServer, ServerOptions};

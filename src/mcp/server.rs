@@ -3,7 +3,9 @@
 //! transport-independent handler the HTTP endpoint shares.
 //!
 //! Why not rmcp's service loop: it measured 115–133 µs p50 per `tools/call`
-//! here (STACK.md §1) against a 50 µs target, and it decides for us how
+//! here against a 50 µs target (docs/architecture/decisions.md, "The agent
+//! socket uses its own JSON-RPC loop with rmcp's types"), and it decides
+//! for us how
 //! malformed frames, oversized lines and unknown `toolgate/…` methods are
 //! answered. This loop keeps rmcp's model types for parameters and answers
 //! every bad input with the specific JSON-RPC error.
@@ -45,11 +47,11 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
 use super::frame::{Frame, FrameReader, MAX_FRAME};
-use super::jsonrpc::{self, INVALID_PARAMS, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND};
+use super::jsonrpc::{self, INVALID_PARAMS, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND, Refused};
+use super::role::ControlRole;
 use super::{convert, gate};
 use crate::Engine;
 use crate::agent_ids::AgentClaim;
-use crate::barrier::credential::Credential;
 use crate::cancel::{Cancel, CancelReason};
 use crate::context::{Caller, Session};
 
@@ -191,13 +193,10 @@ pub struct McpServer {
     opts: Arc<ServerOptions>,
     /// Who a listener serves: agents get MCP and gate mode only; the
     /// control socket's server (the `toolgate` CLI) also gets the methods
-    /// that inspect and steer the engine, answered by this control
-    /// service. They are never on the agent socket, so an MCP client
-    /// cannot reset a breaker or approve its own call.
-    control: Option<crate::control::Control>,
-    /// What a control connection presents before anything is answered.
-    credential: Option<Arc<Credential>>,
-    console: Option<crate::console::ConsoleAuth>,
+    /// that inspect and steer the engine, answered by this role. They are
+    /// never on the agent socket, so an MCP client cannot reset a breaker
+    /// or approve its own call.
+    control: Option<Arc<dyn ControlRole>>,
     /// The root of every connection's token: fired at the end of the
     /// shutdown grace.
     calls: Cancel,
@@ -213,8 +212,6 @@ impl McpServer {
             engine,
             opts: Arc::new(opts),
             control: None,
-            credential: None,
-            console: None,
             calls: Cancel::new(),
             cut: CancellationToken::new(),
         }
@@ -244,23 +241,11 @@ impl McpServer {
         self.cut.cancelled().await;
     }
 
-    /// Lets the control role mint console login links
-    /// (`toolgate/console/login`, for `toolgate console`).
-    pub fn with_console(mut self, console: crate::console::ConsoleAuth) -> Self {
-        self.console = Some(console);
-        self
-    }
-
-    /// The same server for the control socket: it also answers the
-    /// control methods, through `control`, and nothing at all until a
-    /// connection has presented `credential` ([`super::AUTH_METHOD`]).
-    pub fn controlled_by(
-        mut self,
-        control: crate::control::Control,
-        credential: Credential,
-    ) -> Self {
-        self.control = Some(control);
-        self.credential = Some(Arc::new(credential));
+    /// The same server for the control socket: it also answers `role`'s
+    /// methods, and nothing at all until a connection has authenticated
+    /// with it.
+    pub fn with_role(mut self, role: Arc<dyn ControlRole>) -> Self {
+        self.control = Some(role);
         self
     }
 
@@ -434,15 +419,12 @@ impl McpServer {
         params: Option<Value>,
         cancel: &Cancel,
     ) -> Vec<u8> {
-        if let Some(required) = &self.credential
+        if let Some(role) = &self.control
             && !conn.authenticated.load(Ordering::Acquire)
         {
-            let reply = if method == super::AUTH_METHOD {
-                super::control::authenticate(required, params.as_ref())
-                    .inspect(|_| conn.authenticated.store(true, Ordering::Release))
-            } else {
-                Err(super::control::unauthenticated(method))
-            };
+            let reply = role
+                .authenticate(method, params.as_ref())
+                .inspect(|_| conn.authenticated.store(true, Ordering::Release));
             return match reply {
                 Ok(v) => jsonrpc::result_line(id, &v),
                 Err((code, msg)) => jsonrpc::error_line(id, code, &msg),
@@ -463,11 +445,11 @@ impl McpServer {
                 }
                 Err(e) => Err(e),
             },
-            m if let Some(control) = &self.control
-                && super::control::is_control(m) =>
+            m if let Some(role) = &self.control
+                && role.answers(m) =>
             {
                 let caller = conn.session().caller;
-                super::control::handle(control, self.console.as_ref(), &caller, m, params).await
+                role.handle(&caller, m, params).await
             }
             "toolgate/register" => gate::register(&self.engine, conn, params),
             "toolgate/gate" => gate::gate(&self.engine, conn, params, cancel).await,
@@ -517,9 +499,6 @@ pub fn instructions() -> String {
 pub(super) fn runs_long(method: &str) -> bool {
     matches!(method, "tools/call" | "toolgate/gate" | "toolgate/report")
 }
-
-/// An error reply: JSON-RPC code and message.
-pub(super) type Refused = (i64, String);
 
 /// Typed parameters, or `INVALID_PARAMS` naming what is wrong.
 pub(super) fn params_of<T: DeserializeOwned>(params: Option<Value>) -> Result<T, Refused> {

@@ -16,8 +16,9 @@ use tokio_util::sync::CancellationToken;
 use super::*;
 use crate::config::Config;
 use crate::context::CallContext;
-use crate::events::{Event, Outcome};
+use crate::events::Event;
 use crate::tool::{JsonObject, Tool, ToolDef, ToolName, ToolResult};
+use crate::wire::Outcome;
 
 /// An engine with `slow`, a tool that answers once `release` is notified.
 fn engine() -> (Engine, Arc<Notify>) {

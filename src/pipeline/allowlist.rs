@@ -5,7 +5,7 @@
 //! names the rule that hid it. The same filter decides which tools are
 //! *listed*, so an agent never sees a tool it cannot call.
 //!
-//! Semantics follow the seed's `AllowedToolsFilter` (it exists to stop tool
+//! Semantics follow PraisonAI's `AllowedToolsFilter` (it exists to stop tool
 //! shadowing across environments), with globs added:
 //! - allowlist unset: every tool is allowed, and a warning is logged once per
 //!   process, because "no list" is easy to get by accident;

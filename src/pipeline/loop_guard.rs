@@ -50,6 +50,7 @@ use crate::context::SessionId;
 use crate::error::{CallError, LoopPattern};
 use crate::events::{Event, EventBus, StageName};
 use crate::settings::LoopGuardConfig;
+use crate::wire::LoopLevel;
 
 /// How often idle sessions and expired calls are swept out.
 pub const SWEEP_EVERY: Duration = Duration::from_secs(30);
@@ -385,7 +386,7 @@ impl LoopGuard {
         decision
     }
 
-    fn emit(&self, call: &Call, level: &'static str) {
+    fn emit(&self, call: &Call, level: LoopLevel) {
         self.events.emit(Event::LoopGuard {
             session: call.ctx.session.as_str().to_owned(),
             tool: call.tool.def.name.clone(),
@@ -403,7 +404,7 @@ impl LoopGuard {
         match decision {
             Decision::Pass => Ok(()),
             Decision::Warn(pattern, n) => {
-                self.emit(call, "warn");
+                self.emit(call, LoopLevel::Warn);
                 let text = warning(pattern, n, &call.settings.loop_guard);
                 call.notice(text);
                 call.note(
@@ -413,7 +414,7 @@ impl LoopGuard {
                 Ok(())
             }
             Decision::Block(pattern, n) => {
-                self.emit(call, "block");
+                self.emit(call, LoopLevel::Block);
                 call.note(
                     StageName::LoopGuard,
                     format!("blocked: {} × {n}", name(pattern)),
@@ -421,7 +422,7 @@ impl LoopGuard {
                 Err(refuse(pattern, n, false))
             }
             Decision::HaltNow(pattern, n) => {
-                self.emit(call, "halt");
+                self.emit(call, LoopLevel::Halt);
                 let text = format!("halted session: {} × {n}", name(pattern));
                 call.note(StageName::LoopGuard, text);
                 Err(refuse(pattern, n, true))

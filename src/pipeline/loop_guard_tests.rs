@@ -65,7 +65,7 @@ impl Rig {
             {
                 assert_eq!(tool.as_str(), "t");
                 assert_eq!(session, "s1");
-                out.push(level);
+                out.push(level.as_str());
             }
         }
         out

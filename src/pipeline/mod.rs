@@ -370,7 +370,7 @@ pub struct Pipeline {
 
 impl Pipeline {
     /// A pipeline of exactly these stages, in this order. Prefer [`build`],
-    /// which fixes DESIGN.md's order; this exists for tests and benchmarks.
+    /// which fixes the stage order; this exists for tests and benchmarks.
     pub fn from_stages(stages: Vec<Arc<dyn Stage>>, events: EventBus) -> Self {
         Self {
             stages: stages.into(),
@@ -407,7 +407,7 @@ pub struct Parts {
     /// Path and SSRF guard settings.
     pub guards: Arc<guards::GuardConfig>,
     /// The live policy (swapped on config reload).
-    pub policy: crate::approval::PolicyHandle,
+    pub policy: crate::policy::PolicyHandle,
     /// The approval queue; `None` = `ask` refuses with `NeedsApproval`.
     pub approvals: Option<crate::approval::Approvals>,
     /// The breaker stage, shared so the engine can show and reset breakers.
@@ -416,8 +416,9 @@ pub struct Parts {
     pub loop_guard: Arc<loop_guard::LoopGuard>,
 }
 
-/// The pipeline in DESIGN.md's order. Onion semantics: a stage's code before
-/// `next.run` runs in list order, its code after `next.run` in reverse.
+/// The pipeline, its stages numbered as in docs/architecture/overview.md
+/// ("The pipeline"). Onion semantics: a stage's code before `next.run` runs
+/// in list order, its code after `next.run` in reverse.
 pub fn build(parts: Parts) -> Pipeline {
     let events = parts.events.clone();
     let stages: Vec<Arc<dyn Stage>> = vec![

@@ -24,11 +24,10 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 
 use super::{Call, CallResult, Enter, Next, Stage};
-use crate::approval::{Ask, Assessment, PolicyHandle, Resolution, RuleEffect, risk_str};
+use crate::approval::{Approvals, Ask, Resolution, RuleEffect};
 use crate::error::CallError;
 use crate::events::StageName;
-
-pub use crate::approval::{Approvals, PolicyConfig, Preset, Verdict};
+use crate::policy::{Assessment, PolicyHandle, Verdict, risk_str};
 
 /// The policy stage.
 pub struct Policy {

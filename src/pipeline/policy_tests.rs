@@ -3,11 +3,12 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::*;
-use crate::approval::{ApprovalOptions, PolicyConfig};
+use crate::approval::{ApprovalOptions, Approvals};
 use crate::audit::AuditLog;
 use crate::error::ErrorKind;
 use crate::events::EventBus;
 use crate::pipeline::testing::{Script, call_of, def, run_stage};
+use crate::policy::{PolicyConfig, Preset};
 use crate::tool::Risk;
 
 fn stage(cfg: PolicyConfig) -> Policy {

@@ -1,15 +1,17 @@
 //! Stage 10: retry of transient failures, with backoff, inside the call's
 //! deadline.
 //!
-//! Contract (DESIGN.md, "retry"; pipeline step 10):
+//! Contract (pipeline step 10, docs/architecture/overview.md, "Breaker,
+//! retry and timeout"):
 //!
 //! - The stage fixes the call's deadline (`received-at-this-stage +
 //!   settings.deadline`) unless one is set, so every attempt and every
 //!   backoff share one budget; the timeout stage inside reads it.
 //! - An error is retried only if [`CallError::is_retryable`] says so (timeout,
 //!   rate limit, connection, upstream 5xx), decided by its type, never by
-//!   its message (the seed's keyword classifier missed every error not
-//!   worded "timeout"/"connection", seed §3.3 and §6).
+//!   its message. PraisonAI classifies retryable errors by keywords in the
+//!   message, which misses every error not worded "timeout" or
+//!   "connection"; we classify by type.
 //! - `Ok` results are returned as they are, even with `is_error` set, and so
 //!   is [`CallError::ToolFailed`]: a tool that *reported* a failure may have
 //!   had side effects (a payment, a message), and running it again could
@@ -23,8 +25,8 @@
 //!
 //! Full jitter (uniform in `[0, cap]`, not `cap ± x%`) spreads the retries
 //! of many callers that failed together, so they do not hit a recovering
-//! upstream in lockstep. The RNG is passed in (STYLE.md #8): tests seed it
-//! with [`Retry::with_seed`].
+//! upstream in lockstep. The RNG is passed in, never taken from the thread:
+//! tests seed it with [`Retry::with_seed`].
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;

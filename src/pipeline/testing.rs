@@ -7,7 +7,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::{Call, CallResult, Next, Parts, Stage, allowlist, breaker, guards, loop_guard, policy};
+use super::{Call, CallResult, Next, Parts, Stage, allowlist, breaker, guards, loop_guard};
 use crate::context::{CallContext, Caller, SessionId, SessionState};
 use crate::error::CallError;
 use crate::events::{EventBus, StageName};
@@ -22,7 +22,10 @@ pub(crate) fn parts() -> Parts {
     Parts {
         breaker: Arc::new(breaker::Breaker::new(events.clone())),
         loop_guard: Arc::new(loop_guard::LoopGuard::new(events.clone())),
-        policy: crate::approval::PolicyHandle::new(policy::PolicyConfig::default(), events.clone()),
+        policy: crate::policy::PolicyHandle::new(
+            crate::policy::PolicyConfig::default(),
+            events.clone(),
+        ),
         approvals: None,
         events,
         filter: allowlist::FilterHandle::default(),

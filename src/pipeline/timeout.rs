@@ -1,6 +1,7 @@
 //! Stage 10b: per-attempt timeout.
 //!
-//! Contract (DESIGN.md, pipeline step 10): each attempt may run for
+//! Contract (pipeline step 10, docs/architecture/overview.md): each attempt
+//! may run for
 //! `min(settings.timeout, deadline - now)`, where the deadline is the one
 //! the retry stage (outside this one) fixed for the whole call. So a single
 //! slow attempt cannot eat the budget of the retries after it, and no

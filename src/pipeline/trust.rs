@@ -16,7 +16,7 @@
 //! [`system_prompt`] tells the model that only the closing tag with the
 //! opening tag's id ends the data.
 //!
-//! Why not the seed's fixed `<external_tool_result>` tag with the inner tags
+//! Why not PraisonAI's fixed `<external_tool_result>` tag with the inner tags
 //! escaped: escaping must anticipate every spelling the model would accept
 //! as a closing tag; an unguessable id needs no escaping and leaves the
 //! content byte for byte as the tool returned it.
@@ -43,7 +43,7 @@ pub const TAG: &str = "untrusted-output";
 pub const META_KEY: &str = "trust_boundary";
 
 /// Text for the system prompt explaining the wrapper to the model; hosts
-/// append it whenever a wrapped tool is listed. The seed's
+/// append it whenever a wrapped tool is listed. PraisonAI's
 /// `get_system_prompt_addition`, updated for per-call ids.
 pub fn system_prompt() -> &'static str {
     "Some tool results come from outside sources (web pages, e-mails, other \

@@ -2,8 +2,8 @@
 //!
 //! Contract: every call, whatever the tool's source (built-in, MCP, agent),
 //! has its arguments cast toward the tool's compiled schema and validated
-//! ([`CompiledSchema::check`](crate::schema::CompiledSchema::check)). The
-//! seed skipped this for decorated tools; we do not, so guards, policy and
+//! ([`CompiledSchema::check`](crate::schema::CompiledSchema::check)).
+//! PraisonAI skips this for decorated tools; we do not, so guards, policy and
 //! the tool itself only ever see well-formed arguments. On success each cast
 //! is recorded as a note of this stage and the call goes on with the cast
 //! arguments; on failure [`CallError::InvalidArgs`](crate::error::CallError)
@@ -112,8 +112,8 @@ mod tests {
         assert_eq!(script.calls(), 0);
     }
 
-    /// Issue 13, item 6: a header `http_fetch` cannot send is refused with
-    /// validation, before guards and policy, not after an approval.
+    /// A header `http_fetch` cannot send is refused with validation, before
+    /// guards and policy: nobody is asked to approve a call that cannot run.
     #[tokio::test]
     async fn a_tools_own_argument_rules_refuse_before_later_stages() {
         let (def, runner) =

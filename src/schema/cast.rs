@@ -1,7 +1,7 @@
 //! Casting sloppy model arguments toward the schema, before validation.
 //!
 //! Models often send `"3"` for an integer, `"yes"` for a boolean, `"City= "`
-//! for the key `City`, or a whole array as a JSON string. The seed's
+//! for the key `City`, or a whole array as a JSON string. PraisonAI's
 //! `_cast_arguments` repairs the first three for decorated tools; here
 //! [`cast_args`] repairs all of them for every tool, recursively (object
 //! `properties` and `additionalProperties`, array `items`/`prefixItems`).

@@ -22,7 +22,8 @@ pub enum SchemaError {
         found: String,
     },
     /// The schema does not survive a JSON round trip unchanged, so it could
-    /// not be sent to a model as written (seed: `validate_schema_roundtrip`).
+    /// not be sent to a model as written (PraisonAI's
+    /// `validate_schema_roundtrip` makes the same check).
     #[error("input schema of `{tool}` changes when serialised and parsed again")]
     RoundTrip {
         /// The tool.
@@ -39,7 +40,8 @@ pub enum SchemaError {
 }
 
 /// A tool's input schema with its validator, built once and shared by every
-/// call (validation itself then costs about 0.1 µs, see STACK.md §7).
+/// call (validation itself then costs about 0.1 µs; see
+/// docs/architecture/decisions.md, "Measured facts behind the stack").
 #[derive(Debug)]
 pub struct CompiledSchema {
     schema: Arc<JsonObject>,

@@ -2,7 +2,7 @@
 //! casting sloppy model arguments, and validating them with the `jsonschema`
 //! crate, with errors a model can act on.
 //!
-//! The seed validates schemas at decoration time (round trip) but skips
+//! PraisonAI validates schemas at decoration time (round trip) but skips
 //! casting and validation for `@tool` functions; here every tool, whatever
 //! its source, goes through [`CompiledSchema::check`].
 

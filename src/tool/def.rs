@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 /// A JSON object, as MCP and JSON Schema use it.
 pub type JsonObject = serde_json::Map<String, serde_json::Value>;
 
-/// A tool name that obeys DESIGN.md's rule `^[A-Za-z0-9_-]{1,64}$` (the same
+/// A tool name that obeys the rule `^[A-Za-z0-9_-]{1,64}$` (the same
 /// rule MCP clients such as Claude enforce). Holding a `ToolName` proves the
 /// name was checked; cloning it is a reference-count bump.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, ts_rs::TS)]
@@ -261,7 +261,7 @@ pub struct ParamGuard {
     /// What the tool uses when the argument is absent, checked as if the
     /// caller had given it. Without it an absent optional argument is only
     /// checked when the tool runs, after a person may have approved a call
-    /// that cannot run (issue 13, item 6: `shell_exec` with no roots).
+    /// that cannot run (such as `shell_exec` with no roots configured).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub default: Option<String>,

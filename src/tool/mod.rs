@@ -35,7 +35,7 @@ pub trait Tool: Send + Sync + 'static {
     /// The tool's own argument rules beyond its schema (a header name the
     /// HTTP client cannot send), checked by the validate stage with the
     /// schema, before guards and policy: a call that cannot run is refused
-    /// before a person is asked to approve it (issue 13, item 6). Runs
+    /// before a person is asked to approve it. Runs
     /// again in effect when the tool does, so it must be cheap and pure.
     ///
     /// # Errors

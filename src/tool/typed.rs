@@ -1,4 +1,4 @@
-//! Built-in tools with typed arguments: the Rust form of the seed's `@tool`.
+//! Built-in tools with typed arguments: the Rust form of PraisonAI's `@tool`.
 //!
 //! A tool declares a `#[derive(Deserialize, JsonSchema)]` argument struct.
 //! The struct's doc comment becomes the tool description and its field doc

@@ -1,7 +1,7 @@
 //! Failures of upstream servers, mapped onto the engine's error classes by
-//! type, never by message text (the seed's keyword matcher is what issue 5
-//! replaces). Retry and the breaker then act on MCP tools exactly as on
-//! built-ins.
+//! type, never by message text (PraisonAI's keyword matcher misclassifies
+//! any error not worded as it expects). Retry and the breaker then act on
+//! MCP tools exactly as on built-ins.
 //!
 //! | upstream failure                                     | `CallError`            | class          |
 //! |------------------------------------------------------|------------------------|----------------|

@@ -140,6 +140,7 @@ async fn admit(cx: &ImportCtx<'_>, out: &mut ImportOutcome, t: McpTool) -> Optio
                     reason,
                     flags: flags.iter().map(|f| f.as_str().to_owned()).collect(),
                 });
+                cx.engine.events().changed(crate::slices::Slice::Tools);
             }
             return None;
         }

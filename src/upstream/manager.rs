@@ -299,6 +299,11 @@ impl Upstreams {
     /// See [`PinStore::approve`].
     pub async fn approve(&self, name: &str) -> Result<PinRecord, PinError> {
         let rec = self.inner.pins.approve(name).await?;
+        // It is no longer held back, whether or not the server re-lists it.
+        self.inner
+            .engine
+            .events()
+            .changed(crate::slices::Slice::Tools);
         let running = self.inner.running.lock().await;
         if let Some(r) = running.get(rec.server.as_str()) {
             let _ = r.ctl.send(Control::Refresh);

@@ -1,4 +1,5 @@
-//! Upstream MCP servers as governed tools (DESIGN.md, `mcp`; issue 5).
+//! Upstream MCP servers (stdio, SSE, streamable HTTP, WebSocket) as governed
+//! tools.
 //!
 //! Every tool of every configured MCP server joins the [`Registry`] as
 //! `<server>__<tool>` with [`Source::Mcp`], the server's trust level and the

@@ -1,5 +1,6 @@
 //! Registry names for upstream tools: `<server>__<tool>`, sanitised to
-//! DESIGN.md's rule `^[A-Za-z0-9_-]{1,64}$`.
+//! the tool-name rule `^[A-Za-z0-9_-]{1,64}$` (docs/architecture/overview.md,
+//! "Tool names").
 //!
 //! The prefix keeps two servers' `search` tools apart and tells a person at
 //! a glance where a tool comes from. Characters outside the rule become

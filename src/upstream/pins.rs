@@ -1,4 +1,5 @@
-//! Pinning and rug-pull detection (issue 5, item 7).
+//! Pinning and rug-pull detection: a changed upstream tool is held back
+//! until a person approves it.
 //!
 //! The first time toolgate sees an upstream tool it stores the SHA-256 of
 //! its description plus canonical input schema: that is what the model will

@@ -8,7 +8,9 @@
 //! (doubling from `backoff_initial`, capped at `backoff_max`; reset once a
 //! connection stayed up for `stable_after`). The tool list is re-read after
 //! every (re)connect — a server may emit `list_changed` before toolgate can
-//! hear it (STACK.md §2) — and on every `notifications/tools/list_changed`.
+//! hear it (over streamable HTTP, before the client's event stream is up;
+//! docs/architecture/decisions.md, "Measured facts behind the stack") — and
+//! on every `notifications/tools/list_changed`.
 //!
 //! Stopping (removal, config change, shutdown) closes the connection
 //! politely (stdin closed, as the MCP spec asks), waits `stop_grace`, then
@@ -37,6 +39,7 @@ use super::transport::{self, Connection, kill_group};
 use crate::config::servers::ServerSpec;
 use crate::engine::Engine;
 use crate::events::{Event, EventBus};
+use crate::slices::Slice;
 use crate::tool::Source;
 
 /// Messages from the manager to a server's task.
@@ -74,30 +77,44 @@ impl StatusBoard {
     }
 
     pub(crate) fn remove(&self, server: &str) {
-        let mut map = self.map.write().unwrap_or_else(PoisonError::into_inner);
-        map.remove(server);
+        let removed = {
+            let mut map = self.map.write().unwrap_or_else(PoisonError::into_inner);
+            map.remove(server).is_some()
+        };
+        if removed {
+            self.events.changed(Slice::Servers);
+        }
     }
 
     /// Changes one status; emits [`Event::ServerStatus`] when what a person
-    /// sees (state, tool count, error) changed.
+    /// sees at a glance (state, tool count, error) changed, and
+    /// [`Slice::Servers`] as changed when anything in it did (a restart
+    /// count, a pid, a config problem, quarantined tools).
     pub(crate) fn update(&self, server: &Arc<str>, f: impl FnOnce(&mut ServerStatus)) {
-        let event = {
+        let (event, any) = {
             let mut map = self.map.write().unwrap_or_else(PoisonError::into_inner);
-            let st = map
-                .entry(server.clone())
-                .or_insert_with(|| ServerStatus::new(server.clone()));
+            let mut fresh = false;
+            let st = map.entry(server.clone()).or_insert_with(|| {
+                fresh = true;
+                ServerStatus::new(server.clone())
+            });
+            let whole = st.clone();
             let before = (st.state, st.tools, st.last_error.clone());
             f(st);
             let changed = before != (st.state, st.tools, st.last_error.clone());
-            changed.then(|| Event::ServerStatus {
+            let event = changed.then(|| Event::ServerStatus {
                 server: server.clone(),
                 state: st.state,
                 tools: st.tools,
                 error: st.last_error.clone(),
-            })
+            });
+            (event, fresh || whole != *st)
         };
         if let Some(e) = event {
             self.events.emit(e);
+        }
+        if any {
+            self.events.changed(Slice::Servers);
         }
     }
 }
@@ -393,5 +410,43 @@ mod tests {
         let d: Vec<u128> = (0..6).map(|a| backoff(&o, a).as_millis()).collect();
         assert_eq!(d, [100, 200, 400, 800, 1000, 1000]);
         assert_eq!(backoff(&o, u32::MAX), Duration::from_secs(1));
+    }
+
+    /// Drains `rx`: the `(server_status, servers changed)` counts.
+    fn counts(rx: &mut tokio::sync::broadcast::Receiver<Event>) -> (usize, usize) {
+        let (mut status, mut changed) = (0, 0);
+        while let Ok(e) = rx.try_recv() {
+            match e {
+                Event::ServerStatus { .. } => status += 1,
+                Event::StateChanged {
+                    slice: Slice::Servers,
+                    ..
+                } => changed += 1,
+                _ => {}
+            }
+        }
+        (status, changed)
+    }
+
+    #[test]
+    fn any_change_of_a_status_announces_the_servers_slice() {
+        let bus = EventBus::new();
+        let mut rx = bus.subscribe();
+        let board = StatusBoard::new(bus.clone());
+        let name: Arc<str> = Arc::from("gh");
+        board.update(&name, |s| s.state = ServerState::Ready);
+        assert_eq!(counts(&mut rx), (1, 1), "a new server");
+        // A restart that lands in the same state: no status event, but the
+        // restart count and pid a view shows changed.
+        board.update(&name, |s| {
+            s.restarts += 1;
+            s.pid = Some(42);
+        });
+        assert_eq!(counts(&mut rx), (0, 1));
+        board.update(&name, |_| {});
+        assert_eq!(counts(&mut rx), (0, 0), "nothing changed, nothing said");
+        board.remove("gh");
+        assert_eq!(counts(&mut rx), (0, 1), "a removed server");
+        assert_eq!(bus.revision(Slice::Servers), 3);
     }
 }

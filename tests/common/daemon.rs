@@ -15,7 +15,7 @@ use toolgate::config::Config;
 use toolgate::console::ConsoleAuth;
 use toolgate::daemon::{Daemon, ServeOptions};
 use toolgate::mcp::ServerOptions;
-use toolgate::policy_edit::PolicyEditor;
+use toolgate::policy::editor::PolicyEditor;
 use toolgate::socket::BridgeExes;
 
 /// A running daemon in a temp dir; `root/` is its file root.
@@ -274,7 +274,7 @@ impl Raw {
         let r = c
             .request(
                 0,
-                toolgate::mcp::AUTH_METHOD,
+                toolgate::wire::AUTH_METHOD,
                 json!({"credential": credential.expose()}),
             )
             .await;

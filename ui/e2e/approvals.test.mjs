@@ -1,8 +1,8 @@
 // @ts-check
-// Issue 14, scenarios 1, 2, 3 and 8: approvals decided in the browser reach
-// the agent; a denial carries its reason and nothing runs; a countdown that
-// runs out is a timed-out denial; a call whose agent hangs up greys out as
-// cancelled and can no longer be decided.
+// Approvals decided in the browser reach the agent; a denial carries its
+// reason and nothing runs; a countdown that runs out is a timed-out denial;
+// a call whose agent hangs up greys out as cancelled and can no longer be
+// decided.
 
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
@@ -72,7 +72,8 @@ describe('approvals', { skip: skipUnlessReady(), timeout: 180_000 }, () => {
 
   /**
    * Repeats a decision until the engine has it: approve/deny are ignored
-   * for 400 ms after the selection changes or a request arrives (UI.md).
+   * for 400 ms after the selection changes or a request arrives
+   * (docs/architecture/console.md, "The approval view").
    * @param {number} id
    * @param {string} what
    * @param {() => Promise<void>} act

@@ -1,7 +1,7 @@
 // @ts-check
-// Issue 14, scenario 4: a tool that keeps timing out (a counted failure;
-// a caller's mistake such as a missing file is not) opens its breaker; its
-// tile in Breakers turns open, and Reset closes it.
+// A tool that keeps timing out (a counted failure; a caller's mistake such
+// as a missing file is not) opens its breaker; its tile in Breakers turns
+// open, and Reset closes it.
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';

@@ -1,8 +1,8 @@
 // @ts-check
-// Issue 14, scenario 7: the live feed follows 10,000 calls without losing
-// one. The list is virtualised (only the rows in view are in the DOM), so
-// the test sweeps it from top to bottom and collects every row's
-// `data-call-id`, then compares them with the call ids the agents got.
+// The live feed follows 10,000 calls without losing one. The list is
+// virtualised (only the rows in view are in the DOM), so the test sweeps it
+// from top to bottom and collects every row's `data-call-id`, then compares
+// them with the call ids the agents got.
 
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';

@@ -1,7 +1,7 @@
 // @ts-check
-// Issue 14, scenario 9: a login link works once. A reused link, a made-up
-// one, or a browser without a session shows a clear message saying how to
-// get a fresh link, and sets no cookie.
+// A login link works once. A reused link, a made-up one, or a browser
+// without a session shows a clear message saying how to get a fresh link,
+// and sets no cookie.
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';

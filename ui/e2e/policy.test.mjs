@@ -1,7 +1,7 @@
 // @ts-check
-// Issue 14, scenario 5: an allowlist edit made in the Policy view (reviewed
-// as a diff, then applied) takes the tool out of a connected agent's
-// `tools/list` without a restart, and the agent is told the list changed.
+// An allowlist edit made in the Policy view (reviewed as a diff, then
+// applied) takes the tool out of a connected agent's `tools/list` without a
+// restart, and the agent is told the list changed.
 
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';

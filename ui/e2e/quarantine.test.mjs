@@ -1,8 +1,7 @@
 // @ts-check
-// Issue 14, scenario 6: an upstream tool whose description changed since it
-// was pinned (a "rug pull") is quarantined: Tools shows the word diff of its
-// description, Servers shows its server, and Accept & re-pin releases it to
-// the agents.
+// An upstream tool whose description changed since it was pinned (a "rug
+// pull") is quarantined: Tools shows the word diff of its description,
+// Servers shows its server, and Accept & re-pin releases it to the agents.
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';

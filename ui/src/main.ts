@@ -8,7 +8,7 @@ import { Stream, browserDeps } from './lib/stream';
 
 applyTheme(prefs.theme);
 
-const store = new ConsoleStore();
+const store = new ConsoleStore({ fetchSlice: api.slice });
 let deps = browserDeps(api.snapshot);
 
 // Dev-only pretend engine. MODE is a build-time constant, so in a production

@@ -117,7 +117,7 @@ pub(super) fn check_methods(text: &str) -> Result<(), Refusal> {
         if at > 0 && is_path_byte(bytes[at - 1]) {
             continue;
         }
-        let found = crate::mcp::CONTROL_METHODS.iter().find(|m| {
+        let found = crate::wire::CONTROL_METHODS.iter().find(|m| {
             text[at..].starts_with(**m) && bytes.get(at + m.len()).is_none_or(|b| !is_path_byte(*b))
         });
         if let Some(m) = found {

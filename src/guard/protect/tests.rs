@@ -371,7 +371,7 @@ fn commands_that_use_toolgates_control_plane_are_refused() {
 #[test]
 fn every_control_method_is_recognised() {
     let p = Protected::default();
-    for method in crate::mcp::CONTROL_METHODS {
+    for method in crate::wire::CONTROL_METHODS {
         let cmd = format!("echo '{{\"method\":\"{method}\"}}' | nc -U /x/agent.sock.ctl");
         assert_eq!(
             p.check_command(&cmd),

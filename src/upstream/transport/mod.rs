@@ -1,9 +1,9 @@
 //! One file per upstream transport. Each turns its part of a
 //! [`TransportSpec`] into a running rmcp client service, so everything above
 //! this module (supervision, tool import, calls) is transport-agnostic:
-//! rmcp's `Transport` trait is the one trait all four implement (STYLE.md
-//! §4), directly (`sse`) or through rmcp's adapters (`stdio`, HTTP,
-//! `(Sink, Stream)` for `ws`).
+//! rmcp's `Transport` trait is the one trait all four implement (no trait
+//! of our own beside it), directly (`sse`) or through rmcp's adapters
+//! (`stdio`, HTTP, `(Sink, Stream)` for `ws`).
 //!
 //! [`TransportSpec`]: crate::config::servers::TransportSpec
 

@@ -1,6 +1,8 @@
 //! WebSocket servers: one JSON-RPC message per text frame. rmcp 3.11 has no
 //! WebSocket transport, but any `(Sink, Stream)` pair of messages is one
-//! (STACK.md §2), so this is an adapter over tokio-tungstenite, usable for
+//! (verified before this was written: docs/architecture/decisions.md,
+//! "Measured facts behind the stack"), so this is an adapter over
+//! tokio-tungstenite, usable for
 //! either role (the tests serve an rmcp server with it).
 //!
 //! Unparsable frames are logged and skipped rather than ending the

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // @ts-check
-// The desktop app end to end (issue 15, "Show"), driven through
+// The desktop app end to end (a real window, a real agent), driven through
 // tauri-driver's W3C WebDriver API with plain fetch. Run by
 // scripts/desktop-e2e, which provides the display (Xvfb), a private D-Bus
 // session with dunst, private dirs and these variables:

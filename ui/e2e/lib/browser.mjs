@@ -5,8 +5,20 @@
 import { chromium } from 'playwright-core';
 import { CHROMIUM } from './toolgate.mjs';
 
-/** STANDARDS.md's flags. playwright gives every launch a fresh, temporary
- * profile directory of its own (it refuses `--user-data-dir` in `args`). */
+/**
+ * Chromium's flags for these tests, chosen for the machine they run on:
+ * - `--headless`, `--disable-gpu`: there is no display and no GPU;
+ * - `--no-sandbox`: the tests run as root, and Chromium will not start its
+ *   sandbox as root;
+ * - `--disable-background-networking`, `--disable-component-update`,
+ *   `--disable-sync`, `--disable-quic`: the machine's network is closed and
+ *   refuses Chromium's own background connections (update checks, component
+ *   downloads, sync, QUIC over UDP), which would only add failed requests
+ *   and delays; the console on 127.0.0.1 is all a test talks to;
+ * - `--no-first-run`: no first-run setup or dialogs.
+ * playwright gives every launch a fresh, temporary profile directory of its
+ * own (it refuses `--user-data-dir` in `args`).
+ */
 export const FLAGS = [
   '--headless',
   '--no-sandbox',

@@ -3,11 +3,13 @@ import type { ApprovalStatus } from "./ApprovalStatus";
 import type { BreakerState } from "./BreakerState";
 import type { CallerInfo } from "./CallerInfo";
 import type { ErrorKind } from "./ErrorKind";
+import type { LoopLevel } from "./LoopLevel";
 import type { Outcome } from "./Outcome";
 import type { Risk } from "./Risk";
 import type { RuleChange } from "./RuleChange";
 import type { RuleEffect } from "./RuleEffect";
 import type { ServerState } from "./ServerState";
+import type { Slice } from "./Slice";
 import type { Source } from "./Source";
 import type { StageName } from "./StageName";
 import type { ToolName } from "./ToolName";
@@ -125,9 +127,9 @@ session: string,
  */
 tool: ToolName, 
 /**
- * `warn`, `block` or `halt`.
+ * How far it went.
  */
-level: string, } | { "type": "server_status", 
+level: LoopLevel, } | { "type": "server_status", 
 /**
  * The server's configured name.
  */
@@ -236,4 +238,12 @@ scope: string, } | { "type": "policy_reloaded",
 /**
  * The new version.
  */
-version: number, };
+version: number, } | { "type": "state_changed", 
+/**
+ * Which part.
+ */
+slice: Slice, 
+/**
+ * Its revision after the change.
+ */
+revision: number, };

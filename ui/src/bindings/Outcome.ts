@@ -21,7 +21,14 @@ kind: ErrorKind,
 /**
  * The one-line message the agent received.
  */
-message: string, } | { "status": "cancelled", 
+message: string, 
+/**
+ * Whether the circuit breaker counts it against the tool
+ * (`CallError::counts_as_failure`): sent, because the class alone
+ * cannot say (a `tool_failed` of the caller's making does not
+ * count), so a live view never re-derives the rule.
+ */
+counts_as_failure: boolean, } | { "status": "cancelled", 
 /**
  * Who ended it.
  */

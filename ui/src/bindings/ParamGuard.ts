@@ -18,6 +18,6 @@ kind: GuardKind,
  * What the tool uses when the argument is absent, checked as if the
  * caller had given it. Without it an absent optional argument is only
  * checked when the tool runs, after a person may have approved a call
- * that cannot run (issue 13, item 6: `shell_exec` with no roots).
+ * that cannot run (such as `shell_exec` with no roots configured).
  */
 default?: string, };

@@ -121,8 +121,8 @@ export function install(): Demo {
         status === 'approved'
           ? { status: 'ok', is_error: false, size: c.output_size }
           : status === 'timed_out'
-            ? { status: 'err', kind: 'approval_timed_out', message: 'nobody approved the call in time' }
-            : { status: 'err', kind: 'denied', message: `a person denied the call${reason ? `: ${reason}` : ''}` },
+            ? { status: 'err', kind: 'approval_timed_out', message: 'nobody approved the call in time', counts_as_failure: false }
+            : { status: 'err', kind: 'denied', message: `a person denied the call${reason ? `: ${reason}` : ''}`, counts_as_failure: false },
     });
     return true;
   };
@@ -262,7 +262,7 @@ export function install(): Demo {
     if (p === '/api/policy' && method === 'PUT') {
       const put = body as PolicyPut;
       if (put.base_version !== policy.version) {
-        return err(409, 'stale', `the policy changed since this edit was started (version ${put.base_version} → ${policy.version}); reload it and apply again`);
+        return err(409, 'conflict', `the policy changed since this edit was started (version ${put.base_version} → ${policy.version}); nothing was saved`);
       }
       const v = validate(policy.doc, put.doc);
       if (!v.ok) return err(422, 'invalid', `the edit is invalid: ${v.errors.map((e) => e.message).join('; ')}`, v.errors[0]?.field, v.errors);
@@ -307,7 +307,7 @@ export function install(): Demo {
             elapsed: c.elapsed_us,
             outcome:
               c.outcome === 'error'
-                ? { status: 'err', kind: errorKind(c.error_kind ?? '') ?? 'internal', message: c.error_message ?? '' }
+                ? { status: 'err', kind: errorKind(c.error_kind ?? '') ?? 'internal', message: c.error_message ?? '', counts_as_failure: fx.demoCounts(c.error_kind) }
                 : { status: 'ok', is_error: c.outcome === 'tool_error', size: c.output_size },
           }),
         Math.min(3000, c.elapsed_us / 1000),

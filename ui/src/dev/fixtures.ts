@@ -11,6 +11,7 @@ import type {
   CallDetail,
   CallSummary,
   CallerInfo,
+  ErrorKind,
   ConnectInfo,
   Envelope,
   JsonValue,
@@ -49,6 +50,7 @@ export const CLAUDE: CallerInfo = {
   bridge_pid: 48230,
   client_name: 'claude-desktop',
   agent_id: null,
+  text: 'socket claude-desktop pid 48213 via bridge pid 48230',
 };
 export const CURSOR: CallerInfo = {
   via: 'socket',
@@ -58,6 +60,7 @@ export const CURSOR: CallerInfo = {
   bridge_pid: null,
   client_name: 'cursor',
   agent_id: null,
+  text: 'socket cursor pid 51877',
 };
 export const PRAISON: CallerInfo = {
   via: 'socket',
@@ -67,9 +70,24 @@ export const PRAISON: CallerInfo = {
   bridge_pid: null,
   client_name: 'praisonai',
   agent_id: 'research-agent',
+  text: 'socket praisonai pid 60211',
 };
 
-const CALLERS = ['claude-desktop · pid 48213', 'cursor · pid 51877', 'praisonai · agent research-agent · pid 60211'];
+/** The demo engine's sparkline buckets (a real snapshot says its own). */
+export const SPARK = { bucket_ms: 5_000, buckets: 24 };
+
+/** The demo engine's breaker limits (a real snapshot says its own). */
+export const BREAKER_DEFAULTS = { threshold: 5, window_s: 60, cooldown_s: 30 };
+
+/**
+ * Whether the demo engine's breaker counts an error class: the demo stands
+ * in for the engine, which sends `CallError::counts_as_failure` itself.
+ */
+export function demoCounts(kind: string | null | undefined): boolean {
+  return kind === 'timeout' || kind === 'connection' || kind === 'upstream_5xx';
+}
+
+const CALLERS = [CLAUDE.text, CURSOR.text, PRAISON.text];
 
 export const TOOLS: ToolSummary[] = [
   t('fs_read', 'Read a UTF-8 text file inside the project roots.', 'builtin', 'builtin', 'low', { readOnlyHint: true }),
@@ -130,7 +148,7 @@ export function stagesFor(exec_us: number, r: () => number): [StageName, number]
 }
 
 /** Error classes as the audit log stores them (`ErrorKind::as_str`, so `upstream_5xx`). */
-const ERRORS: [string, string][] = [
+const ERRORS: [ErrorKind, string][] = [
   ['timeout', 'the call ran past its 30 s timeout'],
   ['connection', 'upstream `web` closed the connection (broken pipe)'],
   ['upstream_5xx', 'upstream `web` answered 502 Bad Gateway'],
@@ -149,7 +167,7 @@ export function callAt(i: number, ts_ms: number, r: () => number): CallSummary {
   const fast = tool.startsWith('fs_') || tool === 'shell_exec';
   const exec = Math.round(fast ? 40 + r() * 900 : 18_000 + r() * r() * 900_000);
   let outcome: CallSummary['outcome'] = 'ok';
-  let kind: string | null = null;
+  let kind: ErrorKind | null = null;
   let message: string | null = null;
   if (tool === 'web__fetch' && roll < 0.45) {
     outcome = 'error';
@@ -459,6 +477,8 @@ export function snapshot(now = NOW, seq = 18_422): Snapshot {
     pending: p,
     recent_approvals: recentApprovals(now),
     breakers: b,
+    spark: SPARK,
+    breaker_defaults: BREAKER_DEFAULTS,
     servers: s,
     quarantined: q,
     tools: TOOLS,
@@ -478,6 +498,7 @@ export function emptySnapshot(now = NOW): Snapshot {
     pending: [],
     recent_approvals: [],
     breakers: [],
+    spark: SPARK,
     servers: [],
     quarantined: [],
     tools: TOOLS.filter((x) => x.source === 'builtin'),
@@ -677,7 +698,7 @@ export function policyView(): PolicyView {
         { ...RULE, tool: 'github__*', verdict: 'ask', timeout_s: 300, reason: 'anything on GitHub acts under my account' },
       ],
     },
-    // As `policy_edit::effective` words it.
+    // As `policy::editor::effective` words it.
     effective: [
       'preset default: asks at high, asks for external tools; a person has 120 s to answer',
       'config rule policy.rules[0]: `shell_exec` with command glob `cargo *` → risk medium (cargo builds and tests are routine here)',
@@ -734,7 +755,7 @@ export function envelopes(startSeq: number, startMs: number, count: number, seed
         elapsed: c.elapsed_us,
         outcome:
           c.outcome === 'error'
-            ? { status: 'err', kind: errorKind(c.error_kind ?? '') ?? 'internal', message: c.error_message ?? '' }
+            ? { status: 'err', kind: errorKind(c.error_kind ?? '') ?? 'internal', message: c.error_message ?? '', counts_as_failure: demoCounts(c.error_kind) }
             : { status: 'ok', is_error: c.outcome === 'tool_error', size: c.output_size },
       },
     });

@@ -4,7 +4,6 @@ import {
   sourceWord,
   bytes,
   callLook,
-  callerText,
   countdown,
   deciderWords,
   duration,
@@ -118,12 +117,6 @@ describe('states always have a word and an icon', () => {
 });
 
 describe('words about people and causes', () => {
-  it('names the caller', () => {
-    expect(callerText(CLAUDE)).toBe('claude-desktop · pid 48213');
-    expect(callerText({ ...CLAUDE, exe: '/usr/bin/python3' })).toBe('claude-desktop · python3 · pid 48213');
-    expect(callerText({ via: 'cli', pid: null, uid: null, exe: null, bridge_pid: null, client_name: null, agent_id: null })).toBe('cli');
-  });
-
   it('says who decided elsewhere', () => {
     expect(deciderWords('cli pid 4242 (/usr/bin/toolgate)')).toBe('from the CLI (pid 4242)');
     expect(deciderWords('tray')).toBe('from the tray');

@@ -1,11 +1,11 @@
 /**
  * How figures and states read on screen. Every state comes with a word and
- * an icon, never colour alone (UI.md "Colours").
+ * an icon, never colour alone (docs/architecture/console.md, "Colours").
  */
 import type {
   ApprovalStatus,
   BreakerState,
-  CallerInfo,
+  CallOutcome,
   ErrorKind,
   Risk,
   ServerState,
@@ -215,14 +215,14 @@ export function approvalLook(s: ApprovalStatus): Look {
 }
 
 /**
- * How a call ended, as a live row or the audit log says it: `ok`,
- * `tool_error`, `error`, `cancelled` (audit rows), or `running` (live only).
- * Typed `string`: the audit column may grow, and an unknown value still reads.
+ * How a call ended, as a live row or the audit log says it (the engine's
+ * `CallOutcome`, whose `unknown` covers a value newer than this UI), or
+ * `running` (live only).
  */
 export interface CallEnd {
-  outcome: string;
-  /** The error class; audit rows carry it as text. */
-  error_kind?: string | null | undefined;
+  outcome: CallOutcome | 'running';
+  /** The error class (absent when the engine did not know it). */
+  error_kind?: ErrorKind | null | undefined;
 }
 
 const ERROR_WORDS: Record<ErrorKind, Look> = {
@@ -280,18 +280,6 @@ export function healthLook(error_pct: number): Look {
   if (error_pct < 10) return { tone: 'warn', icon: 'alert', word: 'Degraded' };
   if (error_pct < 25) return { tone: 'high', icon: 'alert', word: 'Unhealthy' };
   return { tone: 'danger', icon: 'x-circle', word: 'Failing' };
-}
-
-/** The caller in one line: client name, agent, executable's file name, pid. */
-export function callerText(c: CallerInfo): string {
-  const parts: string[] = [];
-  if (c.client_name) parts.push(c.client_name);
-  if (c.agent_id) parts.push(`agent ${c.agent_id}`);
-  const exe = c.exe ? (c.exe.split('/').pop() ?? c.exe) : null;
-  if (exe && exe !== c.client_name) parts.push(exe);
-  if (!parts.length) parts.push(c.via);
-  if (c.pid !== null) parts.push(`pid ${c.pid}`);
-  return parts.join(' · ');
 }
 
 /** Words for who closed an approval (`decided_by` as recorded: `cli pid 42 (/usr/bin/toolgate)`, `tray`, ...). */

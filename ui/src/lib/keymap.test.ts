@@ -12,7 +12,7 @@ function press(k: string, init: KeyboardEventInit = {}, c: Partial<KeyContext> =
 }
 
 describe('resolveKey', () => {
-  it('maps the single keys of UI.md', () => {
+  it('maps the single keys of the keyboard map', () => {
     expect(press('a').action).toEqual({ type: 'approve' });
     expect(press('s').action).toEqual({ type: 'approveAlways' });
     expect(press('d').action).toEqual({ type: 'deny' });

@@ -1,5 +1,6 @@
 /**
- * The keyboard map (UI.md "Keyboard"), as data plus one pure resolver.
+ * The keyboard map (docs/architecture/console.md, "Keyboard"), as data plus
+ * one pure resolver.
  *
  * - Keys do nothing while typing in a field or composing with an IME; the
  *   one exception is Ctrl+Shift+J (jump to the soonest-expiring approval),

@@ -29,15 +29,24 @@ export function href(view: ViewId, params: Record<string, string | undefined> = 
 
 class Router {
   route = $state<Route>({ view: 'live', params: new URLSearchParams() });
-  /** Whether the location had a view when the page opened. */
+  /** Whether a view was asked for: in the location when the page opened, or navigated to since. */
   explicit = false;
 
   init(fallback: () => ViewId): void {
     this.explicit = /^#\/?[a-z]/.test(location.hash);
     this.route = parseHash(location.hash, fallback());
     window.addEventListener('hashchange', () => {
+      this.explicit = true;
       this.route = parseHash(location.hash, this.route.view);
     });
+  }
+
+  /**
+   * A view was asked for: `explicit`, or a navigation whose `hashchange`
+   * has not fired yet (the location already names another view).
+   */
+  get asked(): boolean {
+    return this.explicit || parseHash(location.hash, this.route.view).view !== this.route.view;
   }
 
   go(view: ViewId, params: Record<string, string | undefined> = {}): void {

@@ -163,7 +163,7 @@ export const TTL_CHOICES: readonly { label: string; ttl_s: number | undefined }[
   { label: 'Until revoked', ttl_s: undefined },
 ];
 
-/** The picker's starting point: this tool, nothing else (UI.md: "prefilled with the tool"). */
+/** The picker's starting point: this tool, nothing else ("prefilled with the tool", docs/architecture/console.md). */
 export function initialChoice(args: unknown): ScopeChoice {
   return { tool: 'this', args: suggestArgs(args), exact: false, caller: false };
 }

@@ -34,6 +34,8 @@ import type {
   ScopeInput,
   ScopePreview,
   ServerStatus,
+  Slice,
+  SliceView,
   Snapshot,
   StderrPage,
   ToolDetail,
@@ -57,9 +59,14 @@ export class ApiError extends Error {
     this.errors = errors;
   }
 
-  /** The approval or policy moved on under us (409). */
+  /** The approval ended under us (409). */
   get isStale(): boolean {
     return this.code === 'stale';
+  }
+
+  /** An edit was based on an older revision than the one in force (409); nothing was saved. */
+  get isConflict(): boolean {
+    return this.code === 'conflict';
   }
 }
 
@@ -89,7 +96,7 @@ export function setTransport(t: Transport): void {
   transport = t;
 }
 
-const CODES: readonly string[] = ['bad_request', 'unauthorized', 'forbidden', 'not_found', 'stale', 'invalid', 'unavailable', 'internal'];
+const CODES: readonly string[] = ['bad_request', 'unauthorized', 'forbidden', 'not_found', 'stale', 'conflict', 'invalid', 'unavailable', 'internal'];
 
 function codeForStatus(status: number): ApiErrorCode {
   switch (status) {
@@ -181,7 +188,7 @@ export function denyInput(b: DenyInput): DenyInput {
   return out;
 }
 
-/** Every endpoint of console-design.md, typed. */
+/** Every endpoint of docs/architecture/console-api.md, HTTP API, typed. */
 export const api = {
   snapshot: () => request<Snapshot>('GET', '/api/snapshot'),
   call: (callId: number) => request<CallDetail>('GET', `/api/calls/${callId}`),
@@ -212,6 +219,7 @@ export const api = {
   putPolicy: (body: PolicyPut) => request<Applied>('PUT', '/api/policy', body),
   testPolicy: (body: PolicyTestInput) => request<PolicyTestResult>('POST', '/api/policy/test', body),
   connect: () => request<ConnectInfo>('GET', '/api/connect'),
+  slice: (slice: Slice) => request<SliceView>('GET', `/api/state/${slice}`),
 };
 
 export type Api = typeof api;

@@ -22,9 +22,11 @@ export type { ApproveInput } from '../../bindings/ApproveInput';
 export type { ArgClause } from '../../bindings/ArgClause';
 export type { AuditPage } from '../../bindings/AuditPage';
 export type { AuditQuery } from '../../bindings/AuditQuery';
+export type { BreakerLimits } from '../../bindings/BreakerLimits';
 export type { BreakerState } from '../../bindings/BreakerState';
 export type { BreakerView } from '../../bindings/BreakerView';
 export type { CallDetail } from '../../bindings/CallDetail';
+export type { CallOutcome } from '../../bindings/CallOutcome';
 export type { CallSummary } from '../../bindings/CallSummary';
 export type { CallerInfo } from '../../bindings/CallerInfo';
 export type { BarrierLevel } from '../../bindings/BarrierLevel';
@@ -62,6 +64,7 @@ export type { ExportFormat } from '../../bindings/ExportFormat';
 export type { GuardKind } from '../../bindings/GuardKind';
 export type { InjectionFlag } from '../../bindings/InjectionFlag';
 export type { LastError } from '../../bindings/LastError';
+export type { LoopLevel } from '../../bindings/LoopLevel';
 export type { Outcome } from '../../bindings/Outcome';
 export type { OutputView } from '../../bindings/OutputView';
 export type { ParamGuard } from '../../bindings/ParamGuard';
@@ -83,8 +86,11 @@ export type { ScopeDef } from '../../bindings/ScopeDef';
 export type { ScopePreview } from '../../bindings/ScopePreview';
 export type { ServerState } from '../../bindings/ServerState';
 export type { ServerStatus } from '../../bindings/ServerStatus';
+export type { Slice } from '../../bindings/Slice';
+export type { SliceView } from '../../bindings/SliceView';
 export type { Snapshot } from '../../bindings/Snapshot';
 export type { Source } from '../../bindings/Source';
+export type { SparkShape } from '../../bindings/SparkShape';
 export type { StageName } from '../../bindings/StageName';
 export type { StderrLine } from '../../bindings/StderrLine';
 export type { StderrPage } from '../../bindings/StderrPage';
@@ -95,7 +101,9 @@ export type { ToolSummary } from '../../bindings/ToolSummary';
 export type { Trust } from '../../bindings/Trust';
 export type { JsonValue } from '../../bindings/serde_json/JsonValue';
 
+import type { CallOutcome } from '../../bindings/CallOutcome';
 import type { ErrorCode } from '../../bindings/ErrorCode';
+import type { ErrorKind } from '../../bindings/ErrorKind';
 import type { Event } from '../../bindings/Event';
 import type { PolicyDoc } from '../../bindings/PolicyDoc';
 import type { ScopeBody } from '../../bindings/ScopeBody';
@@ -108,21 +116,15 @@ export type EventType = Event['type'];
 export type EventOf<T extends EventType> = Extract<Event, { type: T }>;
 
 /**
- * Loop guard level in `Event::LoopGuard` (the binding says `string`: the
- * Rust field is `&'static str`, always one of these).
- */
-export type LoopLevel = 'warn' | 'block' | 'halt';
-
-/**
  * Audit `outcome` filter: a column value, or any error class
  * (`control::audit_query::outcome_filter`).
  */
-export type AuditOutcome = 'ok' | 'tool_error' | 'error' | 'cancelled' | 'denied' | 'timeout' | 'policy_denied' | 'breaker_open';
+export type AuditOutcome = CallOutcome | ErrorKind;
 
 /** The console's error codes (`console::error::Code`). */
 export type ApiErrorCode = ErrorCode;
 
-/** A policy preset (`approval::rules::Preset`; inline in `PolicyDoc`). */
+/** A policy preset (`policy::Preset`; inline in `PolicyDoc`). */
 export type Preset = PolicyDoc['preset'];
 
 /** POST /api/approvals/{id}/scope body. */

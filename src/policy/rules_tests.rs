@@ -590,14 +590,14 @@ fn writing_configuration_that_runs_later_is_critical_and_reading_it_is_not() {
 #[test]
 fn every_built_in_pattern_compiles() {
     assert_eq!(
-        crate::approval::risk_table().len(),
-        crate::approval::RISK_TABLE.len()
+        crate::policy::risk_table().len(),
+        crate::policy::RISK_TABLE.len()
     );
-    let rules = crate::approval::default_rules(&[PathBuf::from("/p")]);
+    let rules = crate::policy::default_rules(&[PathBuf::from("/p")]);
     // 5 shell dangers + simple shell + outside project + 2 secret-file
     // rules + the run-later rule.
     assert_eq!(rules.len(), 10);
-    assert_eq!(crate::approval::default_rules(&[]).len(), 9);
+    assert_eq!(crate::policy::default_rules(&[]).len(), 9);
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! The built-in dangerous-tool table and argument rules.
 //!
-//! The seed's `DEFAULT_DANGEROUS_TOOLS` is a name list (`execute_command` =
+//! PraisonAI's `DEFAULT_DANGEROUS_TOOLS` is a name list (`execute_command` =
 //! critical, `write_file` = high, ...), which its own authors list as a
 //! limitation: a harmless `ls` and an `rm -rf ~` look the same. Here names
 //! give a *base* risk (globs, so `desktop__execute_command` from an MCP

@@ -1,49 +1,97 @@
-//! Methods of the control socket (the CLI's, never an agent's): inspect
+//! The control socket's transport (the CLI's, never an agent's): inspect
 //! and steer the engine: tools with their full definitions, breakers,
 //! approvals and remembered rules, upstream servers and pins.
+//!
+//! It rides on the MCP server's JSON-RPC loop as a [`ControlRole`], and
+//! sits beside the console's HTTP transport: both are thin layers over
+//! one [`Control`]. The console is reached only through [`LoginLinks`],
+//! so this transport and the console's know nothing of each other.
 
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS, UNAUTHENTICATED};
-use super::server::Refused;
+use super::Control;
+use super::types::{ApproveInput, DenyInput};
 use crate::approval::Decider;
 use crate::barrier::credential::Credential;
-use crate::console::ConsoleAuth;
-use crate::console::auth::Surface;
 use crate::context::Caller;
-use crate::control::Control;
-use crate::control::types::{AlwaysInput, ApproveInput, DenyInput};
+use crate::mcp::ControlRole;
+use crate::mcp::jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS, Refused, UNAUTHENTICATED};
+use crate::wire::{AUTH_METHOD, AlwaysInput, CONTROL_METHODS, Surface};
 
-/// Every control method. Only the control role answers them; on the agent
-/// socket and the agent HTTP endpoint they are unknown methods (-32601), so
-/// an agent cannot approve its own call through the protocol it uses for
-/// tools.
-pub const METHODS: [&str; 12] = [
-    "toolgate/tools",
-    "toolgate/breakers",
-    "toolgate/breakers/reset",
-    "toolgate/approvals",
-    "toolgate/approve",
-    "toolgate/deny",
-    "toolgate/rules",
-    "toolgate/rules/rm",
-    "toolgate/servers",
-    "toolgate/pins",
-    "toolgate/pins/approve",
-    "toolgate/console/login",
-];
+/// Mints the console's one-time login links (`toolgate/console/login`,
+/// for `toolgate console` and the desktop app). The console implements it;
+/// a trait, so this transport needs nothing else of the console.
+pub trait LoginLinks: Send + Sync + 'static {
+    /// A fresh login URL for a session shown on `surface`.
+    fn login_url_for(&self, surface: Surface) -> String;
+}
 
-/// The first request of every control connection: `{"credential": "…"}`,
-/// the control credential (see [`crate::barrier::credential`]). Until it
-/// is presented, the control socket answers nothing else.
-pub const AUTH_METHOD: &str = "toolgate/auth";
+/// The control socket's role on the MCP server: the [`CONTROL_METHODS`], after a
+/// connection presents the control credential ([`AUTH_METHOD`]).
+pub struct ControlSocket {
+    control: Control,
+    credential: Credential,
+    console: Option<Arc<dyn LoginLinks>>,
+}
+
+impl std::fmt::Debug for ControlSocket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ControlSocket").finish_non_exhaustive()
+    }
+}
+
+impl ControlSocket {
+    /// Answers through `control`, to connections that present
+    /// `credential`; `console` mints login links when the daemon serves a
+    /// console (`None`: `--no-http`).
+    pub fn new(
+        control: Control,
+        credential: Credential,
+        console: Option<Arc<dyn LoginLinks>>,
+    ) -> Self {
+        Self {
+            control,
+            credential,
+            console,
+        }
+    }
+}
+
+impl ControlRole for ControlSocket {
+    fn authenticate(&self, method: &str, params: Option<&Value>) -> Result<Value, Refused> {
+        if method == AUTH_METHOD {
+            authenticate(&self.credential, params)
+        } else {
+            Err(unauthenticated(method))
+        }
+    }
+
+    fn answers(&self, method: &str) -> bool {
+        is_control(method)
+    }
+
+    fn handle<'a>(
+        &'a self,
+        caller: &'a Caller,
+        method: &'a str,
+        params: Option<Value>,
+    ) -> BoxFuture<'a, Result<Value, Refused>> {
+        Box::pin(handle(
+            &self.control,
+            self.console.as_deref(),
+            caller,
+            method,
+            params,
+        ))
+    }
+}
 
 /// Checks a connection's `toolgate/auth`.
-pub(super) fn authenticate(
-    required: &Credential,
-    params: Option<&Value>,
-) -> Result<Value, Refused> {
+fn authenticate(required: &Credential, params: Option<&Value>) -> Result<Value, Refused> {
     let presented = params
         .and_then(|p| p.get("credential"))
         .and_then(Value::as_str)
@@ -60,7 +108,7 @@ pub(super) fn authenticate(
 }
 
 /// What the control socket answers before `toolgate/auth`.
-pub(super) fn unauthenticated(method: &str) -> Refused {
+fn unauthenticated(method: &str) -> Refused {
     (
         UNAUTHENTICATED,
         format!(
@@ -70,8 +118,8 @@ pub(super) fn unauthenticated(method: &str) -> Refused {
 }
 
 /// Whether `method` is a control method.
-pub(super) fn is_control(method: &str) -> bool {
-    METHODS.contains(&method)
+fn is_control(method: &str) -> bool {
+    CONTROL_METHODS.contains(&method)
 }
 
 fn json_of(v: impl Serialize) -> Result<Value, Refused> {
@@ -96,9 +144,9 @@ fn refused(e: impl std::fmt::Display) -> Refused {
 /// Answers one control method from `caller`, the control socket's peer
 /// (recorded as who decided), through the control service: the console
 /// and this socket are two transports over the same [`Control`].
-pub(super) async fn handle(
+async fn handle(
     control: &Control,
-    console: Option<&ConsoleAuth>,
+    console: Option<&dyn LoginLinks>,
     caller: &Caller,
     method: &str,
     params: Option<Value>,

@@ -5,15 +5,15 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::raw::{RawCallerPolicy, RawConfig, RawRule};
-use crate::approval::{
+use crate::config::raw::{RawCallerPolicy, RawConfig, RawRule};
+use crate::policy::{
     ArgCondition, CallerMatch, CallerPolicy, Effect, Pattern, PatternKind, PolicyConfig, Rule,
     pointer_of, tool_glob,
 };
 
 /// Builds the policy. `roots` (the built-in tools' roots, `~` expanded) are
 /// the project directories unless `policy.project_dirs` says otherwise.
-pub(super) fn policy_config(
+pub(crate) fn policy_config(
     raw: &RawConfig,
     roots: &[PathBuf],
     problems: &mut Vec<String>,
@@ -73,7 +73,7 @@ pub(super) fn policy_config(
 /// A profile that grants more than `[policy]` to callers it picks by facts
 /// any local program can claim (its client name, a free agent id, the uid
 /// all of them share): refused, saying what to write instead. See
-/// [`crate::approval::CallerMatch`] and `docs/policy.md`, "Who is calling".
+/// [`crate::policy::CallerMatch`] and `docs/policy.md`, "Who is calling".
 fn unproven_grant(
     policy: &PolicyConfig,
     raw: &RawCallerPolicy,

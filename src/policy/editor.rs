@@ -1,7 +1,8 @@
 //! The running engine's policy editor: what the console's Policy view reads,
-//! checks and applies (issue 14, item 1: "the allowlist, denylist and
-//! argument rules apply without a restart and are saved to the config
-//! file").
+//! checks and applies: the allowlist, denylist and argument rules apply
+//! without a restart and are saved to the config file
+//! (docs/architecture/decisions.md, "Policy edits are written into the
+//! file, then applied").
 //!
 //! Contract:
 //! - [`PolicyEditor::read`] is the file's editable part ([`PolicyDoc`]) with
@@ -10,7 +11,7 @@
 //!   field and the diff the edit would write.
 //! - [`PolicyEditor::apply`] takes the version the edit was based on; if the
 //!   policy moved since (another edit, a reload of the file), it refuses
-//!   with [`EditError::Stale`] and changes nothing. Otherwise it validates,
+//!   with [`EditError::Conflict`] and changes nothing. Otherwise it validates,
 //!   writes the file (atomically, comments kept), and only then swaps the
 //!   running policy and allow/deny lists: an edit that fails validation or
 //!   cannot be written leaves both the file and the engine as they were.
@@ -28,11 +29,11 @@ use std::sync::Arc;
 use serde::Serialize;
 use ts_rs::TS;
 
+use super::document::{self, Context, FieldError, PolicyDoc, Validated};
 use crate::Engine;
-use crate::approval::{Effect, PolicyConfig, Preset, risk_str};
 use crate::config::Config;
-use crate::config::edit::{self, Context, FieldError, PolicyDoc, Validated};
 use crate::config::watch::ConfigWriter;
+use crate::policy::{Effect, PolicyConfig, Preset, risk_str};
 
 /// What the console changes live but other parts of the file do not.
 pub const RESTART_NEEDED: [&str; 3] = [
@@ -63,11 +64,12 @@ pub enum EditError {
         #[source]
         source: std::io::Error,
     },
-    /// The policy changed since the edit was read.
+    /// The policy changed since the edit was read: applying it would
+    /// silently undo the newer change.
     #[error(
-        "the policy changed since this edit was started (version {base} → {current}); reload it and apply again"
+        "the policy changed since this edit was started (version {base} → {current}); nothing was saved: review the newer policy, then reload it or save yours over it"
     )]
-    Stale {
+    Conflict {
         /// The version the edit was based on.
         base: u64,
         /// The version in force.
@@ -88,11 +90,11 @@ pub enum EditError {
 }
 
 impl EditError {
-    /// The console's error code (`docs`: console-design.md, Errors).
+    /// The console's error code (docs/architecture/console-api.md, Errors).
     pub fn code(&self) -> &'static str {
         match self {
             Self::NoConfigFile => "unavailable",
-            Self::Stale { .. } => "stale",
+            Self::Conflict { .. } => "conflict",
             Self::Invalid(_) => "invalid",
             Self::Read { .. } | Self::Write { .. } => "internal",
         }
@@ -220,7 +222,7 @@ impl PolicyEditor {
     pub fn read(&self) -> Result<PolicyView, EditError> {
         let version = self.inner.engine.policy().version();
         let text = self.text()?;
-        let mut doc = edit::read(&text, self.path()?).map_err(|e| {
+        let mut doc = document::read(&text, self.path()?).map_err(|e| {
             EditError::Invalid(vec![FieldError {
                 field: None,
                 message: e.to_string(),
@@ -249,7 +251,7 @@ impl PolicyEditor {
             .path
             .as_deref()
             .unwrap_or(Path::new("config.toml"));
-        edit::validate(
+        document::validate(
             text,
             doc,
             &Context {
@@ -272,7 +274,7 @@ impl PolicyEditor {
         Ok(match self.check(&text, doc) {
             Ok(v) => Validation {
                 ok: true,
-                diff: edit::diff(&text, &v.text),
+                diff: document::diff(&text, &v.text),
                 errors: Vec::new(),
                 warnings: v.warnings,
             },
@@ -296,7 +298,7 @@ impl PolicyEditor {
         let engine = &self.inner.engine;
         let current = engine.policy().version();
         if current != base_version {
-            return Err(EditError::Stale {
+            return Err(EditError::Conflict {
                 base: base_version,
                 current,
             });
@@ -304,7 +306,7 @@ impl PolicyEditor {
         let path = self.path()?.to_owned();
         let text = self.text()?;
         let v = self.check(&text, doc).map_err(EditError::Invalid)?;
-        let diff = edit::diff(&text, &v.text);
+        let diff = document::diff(&text, &v.text);
         // fsync can take a while on a busy disk: off the async workers.
         let (writer, text, config, p2) = (
             self.inner.writer.clone(),
@@ -314,7 +316,7 @@ impl PolicyEditor {
         );
         let write = tokio::task::spawn_blocking(move || match writer {
             Some(w) => w.write(&text, config),
-            None => edit::save(&p2, &text),
+            None => document::save(&p2, &text),
         })
         .await
         .unwrap_or_else(|e| Err(std::io::Error::other(e)));

@@ -83,7 +83,7 @@ pub fn risk_str(r: Risk) -> &'static str {
     }
 }
 
-/// A named permission preset, after the seed's `Agent(approval=...)`
+/// A named permission preset, after PraisonAI's `Agent(approval=...)`
 /// presets. Each is a few thresholds; see [`Preset::spec`].
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, schemars::JsonSchema,
@@ -95,7 +95,7 @@ pub enum Preset {
     ReadOnly,
     /// Everything from medium risk up is asked, external tools too.
     Strict,
-    /// The seed's default: reading and editing run, high and critical are
+    /// PraisonAI's default: reading and editing run, high and critical are
     /// asked (deleting, running commands), external tools are asked.
     #[default]
     Default,

@@ -1,5 +1,6 @@
 //! Editing the policy part of the config file: what the console's Policy
-//! view reads, checks and writes back (issue 14, item 1).
+//! view reads, checks and writes back: the allow/deny lists and argument
+//! rules, applied without a restart and saved to the file with its comments.
 //!
 //! Contract:
 //! - [`PolicyDoc`] is the editable part: `allowed_tools`, `denied_tools`,
@@ -28,11 +29,11 @@ use serde::{Deserialize, Serialize};
 use toml_edit::{DocumentMut, Item, Table, TableLike, Value};
 use ts_rs::TS;
 
-use super::raw::{RawConfig, RawRule};
-use super::{Config, ConfigError};
-use crate::approval::Verdict;
+use crate::config::raw::{RawConfig, RawRule};
+use crate::config::{Config, ConfigError};
 use crate::pipeline::allowlist::ToolFilter;
-use crate::pipeline::policy::Preset;
+use crate::policy::Preset;
+use crate::policy::Verdict;
 use crate::tool::Risk;
 
 /// The editable policy: allow/deny lists, preset, thresholds and rules.
@@ -247,7 +248,7 @@ pub fn render(text: &str, doc: &PolicyDoc) -> Result<String, FieldError> {
     set_opt(
         policy,
         "ask_at",
-        doc.ask_at.map(|r| crate::approval::risk_str(r).into()),
+        doc.ask_at.map(|r| crate::policy::risk_str(r).into()),
     );
     set_opt(
         policy,
@@ -419,11 +420,7 @@ fn fill(t: &mut dyn TableLike, r: &RuleDoc) {
     if r.negate || t.contains_key("negate") {
         set(t, "negate", r.negate.into());
     }
-    set_opt(
-        t,
-        "risk",
-        r.risk.map(|v| crate::approval::risk_str(v).into()),
-    );
+    set_opt(t, "risk", r.risk.map(|v| crate::policy::risk_str(v).into()));
     set_opt(t, "verdict", r.verdict.map(|v| v.as_str().into()));
     set_opt(t, "timeout_s", r.timeout_s.map(|s| int(s).into()));
     set_opt(t, "reason", r.reason.as_deref().map(Value::from));
@@ -570,5 +567,5 @@ pub fn save(path: &Path, text: &str) -> std::io::Result<()> {
 }
 
 #[cfg(test)]
-#[path = "edit_tests.rs"]
+#[path = "document_tests.rs"]
 mod tests;

@@ -63,6 +63,9 @@ impl PolicyHandle {
         });
         let version = prev.version + 1;
         self.events.emit(Event::PolicyReloaded { version });
+        self.events.changed(crate::slices::Slice::Policy);
+        // A tool's risk as views list it is the policy's assessment.
+        self.events.changed(crate::slices::Slice::Tools);
         version
     }
 }
@@ -70,7 +73,7 @@ impl PolicyHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::approval::rules::Preset;
+    use crate::policy::Preset;
 
     #[test]
     fn every_swap_increments_the_version_and_is_announced() {

@@ -1,6 +1,7 @@
 //! Stage 9/11: per-tool circuit breaker.
 //!
-//! Contract (DESIGN.md, "breaker"; pipeline steps 9 and 11):
+//! Contract (pipeline steps 9 and 11, docs/architecture/overview.md,
+//! "Breaker, retry and timeout"):
 //!
 //! - **Closed**: calls pass. Once `failure_threshold` counted failures fall
 //!   inside the sliding `window`, the breaker opens. Successes do not wipe
@@ -20,19 +21,21 @@
 //! making (a missing file: [`Fault::Caller`]) never count and never change
 //! state; counting them would let a person who keeps denying a call, or any
 //! one agent asking for missing files, switch the tool off for every agent
-//! (the seed special-cases approval denials for the same reason, seed
-//! §3.4). `Ok` results the tool marked `is_error` are its answer to that
-//! one call and count only where [`BreakerConfig::count_is_error`] says so
-//! (an upstream server configured with `breaker_counts_is_error = true`).
+//! (PraisonAI special-cases approval denials for the same reason; we leave
+//! out every refusal and every caller's mistake, not only denials). `Ok`
+//! results the tool marked `is_error` are its answer to that one call and
+//! count only where [`BreakerConfig::count_is_error`] says so (an upstream
+//! server configured with `breaker_counts_is_error = true`).
 //!
 //! [`Fault::Tool`]: crate::error::Fault::Tool
 //! [`Fault::Caller`]: crate::error::Fault::Caller
 //!
-//! Beyond the seed, which hard-codes 5 failures / 60 s for every tool, all
+//! PraisonAI hard-codes 5 failures / 60 s for every tool; here all
 //! thresholds come from `call.settings.breaker`, per tool.
 //!
 //! The state machine ([`Circuit`]) is pure: it takes `now` and the config as
-//! parameters (STYLE.md #8), so its properties are tested without sleeping.
+//! parameters, never reading the clock, so its properties are tested
+//! without sleeping.
 //! Results are tagged with the *epoch* of the state they were admitted in;
 //! a result that arrives after the breaker has moved on (re-opened, was
 //! reset) is stale and ignored, so a slow call from before an outage cannot
@@ -41,6 +44,12 @@
 //! A probe whose future is dropped (the caller went away, an outer timeout
 //! fired) releases its slot through a drop guard; without it a cancelled
 //! probe would hold the breaker half-open forever.
+//!
+//! The state machine and the stage live here; what the console shows of a
+//! breaker's recent traffic (calls per bucket, latencies, the last
+//! failure) is counted under the same lock but kept in [`stats`].
+
+pub mod stats;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -49,13 +58,15 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use tokio::time::Instant;
 
+use self::stats::{BreakerStats, CallBuckets, LastFailure, Latencies};
 use super::{Call, CallResult, Next, Stage};
 use crate::error::CallError;
 use crate::events::{Event, EventBus, StageName};
 use crate::settings::BreakerConfig;
+use crate::slices::Slice;
 use crate::tool::ToolName;
 
-pub use crate::events::BreakerState;
+use crate::wire::BreakerState;
 
 /// How a finished call bears on its tool's health.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -363,152 +374,6 @@ fn millis<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::
     }
 }
 
-/// Width of one bucket of [`CallBuckets`].
-pub const BUCKET: Duration = Duration::from_secs(5);
-
-/// Buckets kept: 24 of 5 s, the last two minutes (a Hystrix-style
-/// sparkline; the console draws one per breaker).
-pub const BUCKETS: usize = 24;
-
-/// Calls that reached a tool, and how many of them failed, per 5-second
-/// bucket over the last two minutes. Counted as calls complete, under the
-/// lock the breaker takes anyway; buckets are reused in a ring, so the
-/// cost is a few integer operations per call and nothing is allocated.
-#[derive(Debug, Clone, Copy)]
-pub struct CallBuckets {
-    /// Bucket 0 starts here; the first call of the tool.
-    epoch: Instant,
-    /// (bucket number since `epoch`, calls, failures) in ring slot
-    /// `number % BUCKETS`.
-    slots: [(u64, u32, u32); BUCKETS],
-}
-
-impl CallBuckets {
-    /// Empty buckets counted from `epoch`.
-    pub fn new(epoch: Instant) -> Self {
-        Self {
-            epoch,
-            slots: [(u64::MAX, 0, 0); BUCKETS],
-        }
-    }
-
-    fn number(&self, at: Instant) -> u64 {
-        let since = at.saturating_duration_since(self.epoch);
-        u64::try_from(since.as_nanos() / BUCKET.as_nanos()).unwrap_or(u64::MAX)
-    }
-
-    /// Counts one call ending at `now`.
-    pub fn record(&mut self, now: Instant, failed: bool) {
-        let n = self.number(now);
-        let slot = &mut self.slots[slot_of(n)];
-        if slot.0 != n {
-            *slot = (n, 0, 0);
-        }
-        slot.1 = slot.1.saturating_add(1);
-        slot.2 = slot.2.saturating_add(u32::from(failed));
-    }
-
-    /// Calls and failures per bucket, oldest first, the last one being the
-    /// bucket `now` falls in.
-    pub fn series(&self, now: Instant) -> [(u32, u32); BUCKETS] {
-        let current = self.number(now);
-        let mut out = [(0, 0); BUCKETS];
-        for (k, v) in out.iter_mut().enumerate() {
-            let Some(n) = current.checked_sub((BUCKETS - 1 - k) as u64) else {
-                continue;
-            };
-            let slot = self.slots[slot_of(n)];
-            if slot.0 == n {
-                *v = (slot.1, slot.2);
-            }
-        }
-        out
-    }
-}
-
-fn slot_of(n: u64) -> usize {
-    usize::try_from(n % BUCKETS as u64).unwrap_or(0)
-}
-
-/// The last failure that counted against a tool.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LastFailure {
-    /// Its class.
-    pub kind: crate::error::ErrorKind,
-    /// Its message (a tool's own error text, cut at 300 bytes).
-    pub message: String,
-    /// When, unix ms.
-    pub at_ms: i64,
-}
-
-impl LastFailure {
-    /// Longest message kept.
-    const MAX: usize = 300;
-
-    fn of(result: &CallResult) -> Option<Self> {
-        let (kind, mut message) = match result {
-            Ok(r) if r.is_error => (crate::error::ErrorKind::ToolFailed, r.joined_text()),
-            Ok(_) => return None,
-            Err(e) => (e.kind(), e.to_string()),
-        };
-        if message.len() > Self::MAX {
-            message.truncate(message.floor_char_boundary(Self::MAX));
-            message.push('…');
-        }
-        Some(Self {
-            kind,
-            message,
-            at_ms: crate::audit::now_ms(),
-        })
-    }
-}
-
-/// One tool's breaker with its recent traffic, for the console's
-/// breaker tiles ([`Breaker::stats`]).
-#[derive(Debug, Clone)]
-pub struct BreakerStats {
-    /// State, failures in the window, time to the next probe.
-    pub status: BreakerStatus,
-    /// The config its last call carried (threshold, window, cooldown).
-    pub cfg: BreakerConfig,
-    /// Calls and failures per 5 s over the last two minutes, oldest first.
-    pub buckets: [(u32, u32); BUCKETS],
-    /// The last failure that counted.
-    pub last_failure: Option<LastFailure>,
-    /// Median, 90th and 99th percentile time of the tool's recent calls
-    /// (the last [`LATENCY_SAMPLES`] that reached it); `None` before any.
-    pub latency: Option<[Duration; 3]>,
-}
-
-/// How many recent call times each breaker keeps for its percentiles: a
-/// Hystrix tile's median/90/99, enough for a 99th percentile that means
-/// something, small enough to sort on every read (a few µs).
-pub const LATENCY_SAMPLES: usize = 256;
-
-/// The recent call times of one tool, oldest first.
-#[derive(Debug, Default)]
-struct Latencies(VecDeque<Duration>);
-
-impl Latencies {
-    fn record(&mut self, d: Duration) {
-        if self.0.len() == LATENCY_SAMPLES {
-            self.0.pop_front();
-        }
-        self.0.push_back(d);
-    }
-
-    /// Nearest-rank percentiles 50, 90, 99.
-    fn percentiles(&self) -> Option<[Duration; 3]> {
-        if self.0.is_empty() {
-            return None;
-        }
-        let mut v: Vec<Duration> = self.0.iter().copied().collect();
-        v.sort_unstable();
-        let at = |p: usize| v[(v.len() * p).div_ceil(100).max(1) - 1];
-        Some([at(50), at(90), at(99)])
-    }
-}
-
 /// A tool's circuit plus the config its last call carried, which
 /// [`Breaker::snapshot`] needs to read windows and cooldowns.
 #[derive(Debug)]
@@ -593,6 +458,8 @@ impl Breaker {
         if let Some(t) = transition {
             self.emit(name, t);
         }
+        // Failures were forgotten even when the state stayed closed.
+        self.events.changed(Slice::Breakers);
         true
     }
 
@@ -603,21 +470,29 @@ impl Breaker {
     }
 
     fn admit(&self, tool: &ToolName, cfg: &BreakerConfig) -> Result<Permit, Duration> {
+        let mut new = false;
         let admission = {
             let mut map = self.lock();
             let now = Instant::now();
-            let entry = map.entry(tool.clone()).or_insert_with(|| Entry {
-                circuit: Circuit::new(),
-                cfg: cfg.clone(),
-                buckets: CallBuckets::new(now),
-                last_failure: None,
-                latencies: Latencies::default(),
+            let entry = map.entry(tool.clone()).or_insert_with(|| {
+                new = true;
+                Entry {
+                    circuit: Circuit::new(),
+                    cfg: cfg.clone(),
+                    buckets: CallBuckets::new(now),
+                    last_failure: None,
+                    latencies: Latencies::default(),
+                }
             });
             if entry.cfg != *cfg {
                 entry.cfg = cfg.clone();
             }
             entry.circuit.admit(now, cfg)
         };
+        if new {
+            // A tool's first call gives it a breaker: a tile views lack.
+            self.events.changed(Slice::Breakers);
+        }
         if let Some(t) = admission.transition {
             self.emit(tool.clone(), t);
         }
@@ -732,5 +607,4 @@ impl Stage for Breaker {
 }
 
 #[cfg(test)]
-#[path = "breaker_tests.rs"]
 mod tests;

@@ -1,0 +1,313 @@
+//! Remembered rules: the "always" decisions a person made (from a request,
+//! or directly in the console), kept in SQLite and consulted before a call
+//! asks anyone.
+//!
+//! The active rules are held compiled in memory behind an [`ArcSwap`], so
+//! the call path reads them without a lock or a database query; every
+//! change writes the row first and then reloads the whole list, so memory
+//! never holds a rule the database does not. An active deny beats an
+//! active allow, whatever their order: a person who said "never" for a
+//! scope is not overridden by a broader "always".
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use serde_json::Value;
+use sqlx::SqlitePool;
+
+use super::ApprovalError;
+use super::queue::Approvals;
+use super::scope::{CallerInfo, CallerKey, Scope, ScopeSpec};
+use super::store::{self, RememberedRule, RuleEffect};
+use crate::call_key::CallKey;
+use crate::context::Caller;
+use crate::events::{Event, RuleChange};
+
+/// A rule made directly (UI "add rule"), not from a request.
+#[derive(Debug, Clone)]
+pub struct NewRule {
+    /// Allow or deny.
+    pub effect: RuleEffect,
+    /// The scope; "this" clauses (`tool`, `args`, `caller`) are not
+    /// available here, so use `tool=GLOB` and argument clauses.
+    pub scope: String,
+    /// Why.
+    pub reason: Option<String>,
+    /// Expires after this long.
+    pub ttl: Option<Duration>,
+    /// Who made it.
+    pub by: Option<String>,
+}
+
+/// Changes to a remembered rule; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default)]
+pub struct RuleEdit {
+    /// New effect.
+    pub effect: Option<RuleEffect>,
+    /// New reason (`Some(None)` clears it).
+    pub reason: Option<Option<String>>,
+    /// New expiry, counted from now (`Some(None)` = until revoked).
+    pub ttl: Option<Option<Duration>>,
+}
+
+/// A remembered rule with how it was used since toolgate started
+/// ([`Approvals::rules_with_use`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuleInUse {
+    /// The rule.
+    pub rule: RememberedRule,
+    /// Calls it matched since toolgate started.
+    pub hits: u64,
+    /// When it last matched one, unix ms.
+    pub last_used_ms: Option<i64>,
+}
+
+/// How often a remembered rule matched a call, and when it last did. In
+/// memory only (counted lock-free as calls are assessed; a restart starts
+/// from zero): persisting a hit would put a database write on the call
+/// path for a figure that only informs a person tidying up rules.
+#[derive(Debug, Default)]
+struct RuleUse {
+    hits: AtomicU64,
+    last_ms: AtomicI64,
+}
+
+impl RuleUse {
+    fn hit(&self, now: i64) {
+        self.hits.fetch_add(1, Ordering::Relaxed);
+        self.last_ms.store(now, Ordering::Relaxed);
+    }
+}
+
+/// A stored rule with its scope compiled once, at load time.
+struct ActiveRule {
+    rule: RememberedRule,
+    scope: Scope,
+    uses: Arc<RuleUse>,
+}
+
+/// The unrevoked rules, compiled, as the call path reads them.
+pub(super) struct RuleSet(ArcSwap<Vec<ActiveRule>>);
+
+impl RuleSet {
+    /// No rules; [`Self::reload`] fills it.
+    pub(super) fn empty() -> Self {
+        Self(ArcSwap::from_pointee(Vec::new()))
+    }
+
+    /// Replaces the set with the unrevoked rules in the database. Hit
+    /// counts carry over by rule id, so an edit does not reset them. A rule
+    /// whose scope no longer compiles is logged and skipped rather than
+    /// failing every call.
+    pub(super) async fn reload(
+        &self,
+        pool: &SqlitePool,
+        key: &CallKey,
+    ) -> Result<(), ApprovalError> {
+        let rules = store::unrevoked_rules(pool).await?;
+        let old = self.0.load();
+        let uses_of = |id: i64| {
+            old.iter()
+                .find(|a| a.rule.id == id)
+                .map_or_else(Arc::default, |a| a.uses.clone())
+        };
+        let active = rules
+            .into_iter()
+            .filter_map(|rule| match Scope::compile(rule.scope.clone(), key) {
+                Ok(scope) => Some(ActiveRule {
+                    uses: uses_of(rule.id),
+                    rule,
+                    scope,
+                }),
+                Err(e) => {
+                    tracing::error!("remembered rule #{} is unusable: {e}", rule.id);
+                    None
+                }
+            })
+            .collect();
+        self.0.store(Arc::new(active));
+        Ok(())
+    }
+
+    fn list(&self) -> Vec<RememberedRule> {
+        self.0.load().iter().map(|a| a.rule.clone()).collect()
+    }
+
+    fn with_use(&self) -> Vec<RuleInUse> {
+        self.0
+            .load()
+            .iter()
+            .map(|a| {
+                let last = a.uses.last_ms.load(Ordering::Relaxed);
+                RuleInUse {
+                    rule: a.rule.clone(),
+                    hits: a.uses.hits.load(Ordering::Relaxed),
+                    last_used_ms: (last != 0).then_some(last),
+                }
+            })
+            .collect()
+    }
+
+    /// The active rule deciding this call, deny first; counts the hit.
+    fn decide(
+        &self,
+        tool: &str,
+        args: &Value,
+        key: &CallerKey,
+        now: i64,
+    ) -> Option<RememberedRule> {
+        let rules = self.0.load();
+        let hit = |effect: RuleEffect| {
+            rules.iter().find(|a| {
+                a.rule.effect == effect && a.rule.is_active(now) && a.scope.matches(tool, args, key)
+            })
+        };
+        let found = hit(RuleEffect::Deny).or_else(|| hit(RuleEffect::Allow))?;
+        found.uses.hit(now);
+        Some(found.rule.clone())
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.load().is_empty()
+    }
+}
+
+impl Approvals {
+    /// [`Self::rules`] with each rule's matches since toolgate started.
+    pub fn rules_with_use(&self) -> Vec<RuleInUse> {
+        self.inner.rules.with_use()
+    }
+
+    /// Remembered rules that are not revoked, expired ones included
+    /// (`toolgate rules list`; check [`RememberedRule::is_active`]).
+    pub fn rules(&self) -> Vec<RememberedRule> {
+        self.inner.rules.list()
+    }
+
+    /// Revokes rule `id` (`toolgate rules rm ID`).
+    ///
+    /// # Errors
+    /// [`ApprovalError::RuleNotFound`] (also for an already revoked rule) or
+    /// the store.
+    pub async fn revoke_rule(&self, id: i64) -> Result<RememberedRule, ApprovalError> {
+        let now = self.inner.clock.now_ms();
+        self.change_rule(id, RuleChange::Revoked, |r| r.revoked_ms = Some(now))
+            .await
+    }
+
+    /// Edits rule `id`'s effect, reason or expiry. The scope is fixed: to
+    /// change what a rule covers, revoke it and make a new one, so the
+    /// history says what was allowed when.
+    ///
+    /// # Errors
+    /// [`ApprovalError::RuleNotFound`] or the store.
+    pub async fn edit_rule(
+        &self,
+        id: i64,
+        edit: RuleEdit,
+    ) -> Result<RememberedRule, ApprovalError> {
+        let now = self.inner.clock.now_ms();
+        self.change_rule(id, RuleChange::Edited, |r| {
+            if let Some(e) = edit.effect {
+                r.effect = e;
+            }
+            if let Some(reason) = edit.reason {
+                r.reason = reason;
+            }
+            if let Some(ttl) = edit.ttl {
+                r.expires_ms = ttl.map(|t| now + ms(t));
+            }
+        })
+        .await
+    }
+
+    /// Adds a rule that was not made from a request.
+    ///
+    /// # Errors
+    /// A scope using `tool`/`args`/`caller` (they need a request), a bad
+    /// pattern, or the store.
+    pub async fn add_rule(&self, new: NewRule) -> Result<RememberedRule, ApprovalError> {
+        let spec = ScopeSpec::parse(&new.scope)?;
+        let def = spec.standalone()?;
+        let scope = Scope::compile(def, self.call_key())?;
+        let now = self.inner.clock.now_ms();
+        let rule = RememberedRule {
+            id: 0,
+            effect: new.effect,
+            scope_text: scope.to_string(),
+            scope: scope.def().clone(),
+            reason: new.reason,
+            created_ms: now,
+            created_by: new.by,
+            from_request: None,
+            expires_ms: new.ttl.map(|t| now + ms(t)),
+            revoked_ms: None,
+        };
+        let mut conn = self.inner.pool.acquire().await?;
+        let rule = store::insert_rule(&mut conn, rule).await?;
+        self.reload_rules().await?;
+        self.announce_rule(&rule, RuleChange::Added);
+        Ok(rule)
+    }
+
+    /// Applies `f` to unrevoked rule `id`, stores it, reloads the set and
+    /// announces `change`.
+    async fn change_rule(
+        &self,
+        id: i64,
+        change: RuleChange,
+        f: impl FnOnce(&mut RememberedRule),
+    ) -> Result<RememberedRule, ApprovalError> {
+        let mut rule = store::get_rule(&self.inner.pool, id)
+            .await?
+            .filter(|r| r.revoked_ms.is_none())
+            .ok_or(ApprovalError::RuleNotFound { id })?;
+        f(&mut rule);
+        if !store::update_rule(&self.inner.pool, &rule).await? {
+            return Err(ApprovalError::RuleNotFound { id });
+        }
+        self.reload_rules().await?;
+        self.announce_rule(&rule, change);
+        Ok(rule)
+    }
+
+    /// Reads the rules back from the database after any change to them.
+    pub(super) async fn reload_rules(&self) -> Result<(), ApprovalError> {
+        self.inner
+            .rules
+            .reload(&self.inner.pool, self.call_key())
+            .await
+    }
+
+    /// The remembered rule deciding this call, if any: an active deny beats
+    /// an active allow. Lock-free; cheap when there are no rules.
+    pub fn remembered(&self, tool: &str, args: &Value, caller: &Caller) -> Option<RememberedRule> {
+        if self.inner.rules.is_empty() {
+            return None;
+        }
+        let now = self.inner.clock.now_ms();
+        let key = CallerInfo::from(caller).key();
+        self.inner.rules.decide(tool, args, &key, now)
+    }
+
+    pub(super) fn announce_rule(&self, r: &RememberedRule, change: RuleChange) {
+        self.inner.events.emit(Event::ApprovalRuleChanged {
+            rule_id: r.id,
+            change,
+            effect: r.effect,
+            scope: r.scope_text.clone(),
+        });
+    }
+}
+
+/// A duration as stored: whole ms, saturating (a TTL of "forever" in
+/// practice is not worth an overflow error).
+pub(super) fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+#[path = "remembered_tests.rs"]
+mod tests;
