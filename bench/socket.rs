@@ -3,11 +3,19 @@
 //! rmcp server (rmcp's own service loop) answering the same call on a Unix
 //! socket, so the figures read as ratios, not absolutes.
 //!
+//! Two calls are measured: an `echo` tool (toolgate against rmcp's loop and
+//! a bare line echo), and the built-in `fs_read` of a 4 KiB text file
+//! against `bench/fs_read_server.py`, a minimal ungoverned Python server
+//! answering the same `tools/call` by reading the same file (started by
+//! this bench; needs `python3`, standard library only).
+//!
 //! The servers run in this process; the clients run in a child process
 //! (this binary again), as agents do: a blocking client for latency, one
 //! single-threaded tokio loop driving N connections for throughput.
 //!
 //! Run: `cargo bench --bench socket`. Prints a table; no assertions.
+//! `LATENCY_ONLY=1` stops after the latency and CPU tables; `PAGE_BYTES=N` reads a
+//! page of about N bytes instead of 4000.
 
 // A benchmark binary: printing is its output.
 #![allow(missing_docs, clippy::print_stdout)]
@@ -42,10 +50,69 @@ const CLIENT: &str = "TOOLGATE_BENCH_CLIENT";
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#;
 const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 
-fn call_line(i: usize) -> String {
-    format!(
-        r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hi","n":{i}}}}}}}"#
-    )
+/// The file both `fs_read` sides read, relative to their root.
+const PAGE: &str = "page.txt";
+
+/// Which call a client makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// The `echo` tool.
+    Echo,
+    /// `fs_read` of [`PAGE`].
+    FsRead,
+}
+
+impl Kind {
+    /// `echo:PATH` / `fs:PATH` on the client's command line.
+    fn parse(arg: &str) -> (Self, &str) {
+        match arg.split_once(':') {
+            Some(("echo", p)) => (Self::Echo, p),
+            Some(("fs", p)) => (Self::FsRead, p),
+            _ => panic!("bad client target {arg}"),
+        }
+    }
+
+    fn arg(self, socket: &Path) -> String {
+        let k = match self {
+            Self::Echo => "echo",
+            Self::FsRead => "fs",
+        };
+        format!("{k}:{}", socket.display())
+    }
+}
+
+/// Arguments differ on every call, as in real use (the loop guard would
+/// rightly stop a benchmark repeating one call); `max_bytes` stays above
+/// the file's size, so every `fs_read` returns the whole file.
+fn call_line(kind: Kind, i: usize) -> String {
+    match kind {
+        Kind::Echo => format!(
+            r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hi","n":{i}}}}}}}"#
+        ),
+        Kind::FsRead => format!(
+            r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"fs_read","arguments":{{"path":"{PAGE}","max_bytes":{}}}}}}}"#,
+            65_536 + i
+        ),
+    }
+}
+
+/// A 4 KiB text page (a source file's worth), ending in a marker the
+/// bench checks replies for.
+fn page_text() -> String {
+    let mut s = String::new();
+    let mut n = 0;
+    let size: usize = std::env::var("PAGE_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(4000);
+    while s.len() < size {
+        s.push_str(&format!(
+            "line {n:04}: the quick brown fox jumps over the lazy dog\n"
+        ));
+        n += 1;
+    }
+    s.push_str("END-OF-PAGE\n");
+    s
 }
 
 /// Full sizes under `cargo bench`; a quick smoke run under `cargo test`
@@ -91,8 +158,8 @@ impl Line {
         }
     }
 
-    async fn call(&mut self, i: usize) {
-        self.rpc(&call_line(i)).await;
+    async fn call(&mut self, kind: Kind, i: usize) {
+        self.rpc(&call_line(kind, i)).await;
     }
 }
 
@@ -230,20 +297,79 @@ fn pct(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p) as usize]
 }
 
+/// Child side of a CPU run: the latency run's calls to one server only,
+/// one after the other. Prints nothing.
+fn block_client(target: &str) {
+    let (_, calls, _) = sizes();
+    let (kind, socket) = Kind::parse(target);
+    let mut c = BlockingLine::connect(Path::new(socket));
+    for i in 0..calls {
+        c.rpc(&call_line(kind, i + 1));
+    }
+}
+
+/// CPU time (ns) of process `pid`, exited threads included
+/// (`/proc/PID/stat`, in clock ticks of 10 ms: a block of calls takes a
+/// second or more), and the times its live threads were scheduled onto a
+/// CPU (`/proc/PID/task/*/schedstat`: a thread that exits between two
+/// readings drops out, as the Python server's thread per connection does,
+/// so its wake-ups are not shown).
+fn cpu_of(pid: u32) -> (u64, u64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // After the command's closing parenthesis: state is field 3, utime 14.
+    let fields: Vec<u64> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| {
+            rest.split_whitespace()
+                .map(|v| v.parse().unwrap_or(0))
+                .collect()
+        })
+        .unwrap_or_default();
+    let ticks = fields.get(11).copied().unwrap_or(0) + fields.get(12).copied().unwrap_or(0);
+    let mut slices = 0;
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for t in tasks.flatten() {
+            let s = std::fs::read_to_string(t.path().join("schedstat")).unwrap_or_default();
+            slices += s
+                .split_whitespace()
+                .nth(2)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+        }
+    }
+    (ticks * 10_000_000, slices)
+}
+
 /// Child side of the latency run: one call to each server in turn, so
 /// that drift in machine load (large on a shared 2-core machine) hits all
 /// alike. Prints p50 and p99 in ns for each server.
-fn latency_client(sockets: &[String]) {
+fn latency_client(targets: &[String]) {
     let (warmup, calls, _) = sizes();
-    let mut conns: Vec<_> = sockets
+    let mut conns: Vec<_> = targets
         .iter()
-        .map(|s| BlockingLine::connect(Path::new(s)))
+        .map(|t| {
+            let (kind, socket) = Kind::parse(t);
+            let mut c = BlockingLine::connect(Path::new(socket));
+            // Every side answers its call with the real thing, not an error.
+            c.rpc(&call_line(kind, 0));
+            let ok = match kind {
+                Kind::Echo => c.buf.contains("hi"),
+                Kind::FsRead => c.buf.contains("END-OF-PAGE"),
+            };
+            assert!(
+                ok && !c.buf.contains(r#""isError":true"#),
+                "{t} answered {}",
+                c.buf
+            );
+            (kind, c)
+        })
         .collect();
     let mut times = vec![Vec::with_capacity(calls); conns.len()];
     for i in 0..warmup + calls {
-        for (c, t) in conns.iter_mut().zip(&mut times) {
+        for ((kind, c), t) in conns.iter_mut().zip(&mut times) {
+            let line = call_line(*kind, i + 1);
             let s = Instant::now();
-            c.rpc(&call_line(i));
+            c.rpc(&line);
             if i >= warmup {
                 t.push(s.elapsed());
             }
@@ -257,7 +383,9 @@ fn latency_client(sockets: &[String]) {
 
 /// Child side of a throughput run: `clients` connections driven by one
 /// thread. Prints calls per second.
-fn throughput_client(socket: &Path, clients: usize) {
+fn throughput_client(target: &str, clients: usize) {
+    let (kind, socket) = Kind::parse(target);
+    let socket = Path::new(socket);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -275,7 +403,7 @@ fn throughput_client(socket: &Path, clients: usize) {
             .map(|(k, mut c)| {
                 tokio::spawn(async move {
                     for i in 0..per {
-                        c.call(k * per + i).await;
+                        c.call(kind, k * per + i).await;
                     }
                 })
             })
@@ -311,16 +439,21 @@ fn child_main() {
     let args: Vec<String> = std::env::args().filter(|a| a != "--bench").collect();
     match args.get(1).map(String::as_str) {
         Some("latency") => latency_client(&args[2..]),
-        Some("throughput") => {
-            throughput_client(Path::new(&args[2]), args[3].parse().expect("clients"))
-        }
+        Some("block") => block_client(&args[2]),
+        Some("throughput") => throughput_client(&args[2], args[3].parse().expect("clients")),
         other => panic!("unknown client mode {other:?}"),
     }
     std::io::stdout().flush().expect("flush");
 }
 
-async fn toolgate_daemon(dir: &Path, audit_dir: &str) -> (PathBuf, CancellationToken) {
-    let mut config = Config::default();
+/// The daemon, its built-in file tools confined to `files`.
+async fn toolgate_daemon(
+    dir: &Path,
+    audit_dir: &str,
+    files: &Path,
+) -> (PathBuf, CancellationToken) {
+    let toml = format!("[builtin]\nroots = [{:?}]\n", files.display().to_string());
+    let mut config = Config::parse(&toml, &dir.join("toolgate.toml")).expect("config");
     config.builtin.disabled = vec![];
     let opts = ServeOptions {
         socket: dir.join(format!("{audit_dir}.sock")),
@@ -360,14 +493,19 @@ fn main() {
         .expect("runtime");
     rt.block_on(async {
         let dir = tempfile::tempdir().expect("tempdir");
-        let (tg, stop) = toolgate_daemon(dir.path(), "data").await;
+        let files = dir.path().join("files");
+        std::fs::create_dir(&files).expect("files dir");
+        std::fs::write(files.join(PAGE), page_text()).expect("page");
+        let (tg, stop) = toolgate_daemon(dir.path(), "data", &files).await;
         let rm = dir.path().join("rmcp.sock");
         tokio::spawn(rmcp_server(rm.clone()));
         let floor = dir.path().join("floor.sock");
         tokio::spawn(floor_server(floor.clone()));
-        for s in [&rm, &floor] {
+        let py = dir.path().join("py.sock");
+        let python = PythonServer::start(&py, &files);
+        for s in [&rm, &floor, &py] {
             while UnixStream::connect(s).await.is_err() {
-                tokio::task::yield_now().await;
+                tokio::time::sleep(Duration::from_millis(5)).await;
             }
         }
 
@@ -375,37 +513,84 @@ fn main() {
         println!(
             "tools/call over a Unix socket, {latency_calls} sequential calls each after {warmup} warm-up, taking turns"
         );
-        println!("{:<44} {:>10} {:>10}", "", "p50", "p99");
-        let (tgs, rms, fls) = (
-            tg.to_string_lossy(),
-            rm.to_string_lossy(),
-            floor.to_string_lossy(),
-        );
-        let l = client(&["latency", &tgs, &rms, &fls]).await;
-        let names = [
-            "toolgate (full pipeline + audit commit)",
-            "rmcp ServerHandler echo (no governance)",
-            "line echo, no MCP (the floor)",
+        println!("{:<48} {:>10} {:>10}", "", "p50", "p99");
+        let sides = [
+            ("toolgate fs_read (full pipeline + audit)", Kind::FsRead.arg(&tg)),
+            ("python fs_read (minimal, ungoverned)", Kind::FsRead.arg(&py)),
+            ("toolgate echo (full pipeline + audit)", Kind::Echo.arg(&tg)),
+            ("rmcp ServerHandler echo (no governance)", Kind::Echo.arg(&rm)),
+            ("line echo, no MCP (the floor)", Kind::Echo.arg(&floor)),
         ];
-        for (name, v) in names.iter().zip(l.chunks(2)) {
-            println!("{name:<44} {:>8.1}µs {:>8.1}µs", v[0] / 1e3, v[1] / 1e3);
+        let mut args = vec!["latency"];
+        args.extend(sides.iter().map(|(_, a)| a.as_str()));
+        let l = client(&args).await;
+        for ((name, _), v) in sides.iter().zip(l.chunks(2)) {
+            println!("{name:<48} {:>8.1}µs {:>8.1}µs", v[0] / 1e3, v[1] / 1e3);
         }
+        let p50 = |i: usize| l[2 * i];
         println!(
-            "p50 ratios: toolgate / rmcp {:.2}, toolgate / floor {:.2}, rmcp / floor {:.2}",
-            l[0] / l[2],
-            l[0] / l[4],
-            l[2] / l[4]
+            "p50 ratios: toolgate fs_read / python fs_read {:.2} (target 1.15), \
+             toolgate fs_read / rmcp echo {:.2}, toolgate echo / rmcp echo {:.2} (target 1.1)",
+            p50(0) / p50(1),
+            p50(0) / p50(3),
+            p50(2) / p50(3),
+        );
+        println!(
+            "            python fs_read / floor {:.2}, toolgate echo / floor {:.2}, rmcp / floor {:.2}",
+            p50(1) / p50(4),
+            p50(2) / p50(4),
+            p50(3) / p50(4),
+        );
+        println!(
+            "p50 differences: toolgate fs_read - python fs_read {:+.1}µs, toolgate echo - rmcp echo {:+.1}µs",
+            (p50(0) - p50(1)) / 1e3,
+            (p50(2) - p50(3)) / 1e3,
         );
         println!();
+        println!(
+            "server CPU per call, {latency_calls} calls to one server at a time (every thread of its process)"
+        );
+        println!("{:<48} {:>10} {:>10}", "", "CPU", "wake-ups");
+        let me = std::process::id();
+        let mut cpu = Vec::new();
+        for ((name, target), pid) in sides.iter().zip([me, python.0.id(), me, me, me]) {
+            let before = cpu_of(pid);
+            client(&["block", target]).await;
+            let after = cpu_of(pid);
+            let n = latency_calls as f64;
+            let (ns, wakes) = ((after.0 - before.0) as f64 / n, (after.1 - before.1) as f64 / n);
+            if pid == me {
+                println!("{name:<48} {:>8.1}µs {wakes:>10.2}", ns / 1e3);
+            } else {
+                println!("{name:<48} {:>8.1}µs {:>10}", ns / 1e3, "-");
+            }
+            cpu.push(ns);
+        }
+        println!(
+            "CPU ratios: toolgate fs_read / python fs_read {:.2}, toolgate echo / rmcp echo {:.2}",
+            cpu[0] / cpu[1],
+            cpu[2] / cpu[3]
+        );
+        if std::env::var_os("LATENCY_ONLY").is_some() {
+            stop.cancel();
+            return;
+        }
+        println!();
         println!("throughput, {throughput_calls} calls split over N clients (calls/s)");
-        println!("{:<44} {:>10} {:>10} {:>10}", "", "1", "8", "64");
+        println!("{:<48} {:>10} {:>10} {:>10}", "", "1", "8", "64");
         let row = |name: &str, v: [f64; 3]| {
-            println!("{name:<44} {:>10.0} {:>10.0} {:>10.0}", v[0], v[1], v[2])
+            println!("{name:<48} {:>10.0} {:>10.0} {:>10.0}", v[0], v[1], v[2])
         };
-        for (name, socket) in [("toolgate", &tgs), ("rmcp echo", &rms), ("floor", &fls)] {
+        for (name, target) in [
+            ("toolgate fs_read", Kind::FsRead.arg(&tg)),
+            ("python fs_read", Kind::FsRead.arg(&py)),
+            ("toolgate echo", Kind::Echo.arg(&tg)),
+            ("rmcp echo", Kind::Echo.arg(&rm)),
+            ("floor", Kind::Echo.arg(&floor)),
+        ] {
             let mut v = [0.0; 3];
             for (slot, n) in v.iter_mut().zip(["1", "8", "64"]) {
-                *slot = client(&["throughput", socket, n]).await[0];
+                *slot = client(&["throughput", &target, n]).await[0];
             }
             row(name, v);
         }
@@ -417,4 +602,34 @@ fn main() {
         println!();
         println!("audit rows committed during the run: {rows}");
     });
+}
+
+/// `bench/fs_read_server.py`, killed when dropped.
+struct PythonServer(std::process::Child);
+
+impl PythonServer {
+    fn start(socket: &Path, root: &Path) -> Self {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/fs_read_server.py");
+        // The interpreter itself, not a launcher that may stay its parent
+        // (pyenv's shims), so its CPU time is read from the right process.
+        let exe = Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .expect("python3 (bench/fs_read_server.py needs it)");
+        let exe = String::from_utf8_lossy(&exe.stdout).trim().to_owned();
+        let child = Command::new(exe)
+            .arg(script)
+            .arg(socket)
+            .arg(root)
+            .spawn()
+            .expect("python3 (bench/fs_read_server.py needs it)");
+        Self(child)
+    }
+}
+
+impl Drop for PythonServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }

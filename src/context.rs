@@ -86,6 +86,11 @@ impl SessionId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The id as a shared string (a reference count, no copy).
+    pub fn shared(&self) -> Arc<str> {
+        self.0.clone()
+    }
 }
 
 impl fmt::Display for SessionId {

@@ -335,8 +335,8 @@ impl Engine {
             inner.events.emit(Event::CallReceived {
                 call_id,
                 tool: tool_name.clone(),
-                caller: session.caller.to_string(),
-                session: session.id.to_string(),
+                caller: Arc::from(session.caller.to_string()),
+                session: session.id.shared(),
             });
         }
         let recorder = inner.outputs.get();

@@ -80,9 +80,9 @@ pub enum Event {
         /// Requested tool name, as sent (it may not exist).
         tool: Arc<str>,
         /// Caller description.
-        caller: String,
+        caller: Arc<str>,
         /// Session id.
-        session: String,
+        session: Arc<str>,
     },
     /// A stage finished its part of a call.
     CallStage {

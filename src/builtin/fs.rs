@@ -12,7 +12,11 @@
 //! file says nothing about the tool) unless the I/O error itself is the
 //! tool's ([`Fault::of_io`]: a full disk, a broken device).
 //!
-//! The file system is blocking, so each call runs on tokio's blocking pool.
+//! The file system is blocking, so each call runs on tokio's blocking pool,
+//! except the common small read: `fs_read` opens the file and, when it is a
+//! regular file and at most [`INLINE_READ_BYTES`] are to be read, reads it
+//! on the calling worker thread (see `docs/architecture/decisions.md`,
+//! "Small file reads stay on the worker thread").
 
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -39,6 +43,13 @@ pub const MAX_READ_BYTES: u64 = 4 * 1024 * 1024;
 pub const MAX_LIST_DEPTH: u32 = 8;
 /// Most entries one `fs_list` call returns.
 pub const MAX_LIST_ENTRIES: usize = 2000;
+/// Most bytes `fs_read` reads on the async worker thread itself; a larger
+/// read goes to tokio's blocking pool. 256 KiB is twice the default page
+/// ([`DEFAULT_READ_BYTES`]), so every default read of a source file stays
+/// inline, and it is a few tens of microseconds of copying from a warm page
+/// cache: about what the hand-off to the pool costs, and well below what
+/// would hold up the other tasks on the worker noticeably.
+pub const INLINE_READ_BYTES: u64 = 256 * 1024;
 /// How much of a file is scanned for NUL bytes to call it binary.
 const BINARY_SNIFF: usize = 8 * 1024;
 
@@ -153,7 +164,11 @@ impl TypedTool for FsRead {
             .unwrap_or(DEFAULT_READ_BYTES)
             .clamp(1, MAX_READ_BYTES);
         let offset = args.offset.unwrap_or(0);
-        blocking(move || read_file(&c, &args.path, offset, max)).await
+        let (file, size) = open_regular(&c, &args.path)?;
+        if size.saturating_sub(offset).min(max) <= INLINE_READ_BYTES {
+            return read_open(file, size, &args.path, offset, max);
+        }
+        blocking(move || read_open(file, size, &args.path, offset, max)).await
     }
 }
 
@@ -263,10 +278,22 @@ fn io_error(shown: &str, verb: &str, e: &io::Error) -> CallError {
     CallError::tool_error(Fault::of_io(e.kind()), message)
 }
 
-fn read_file(c: &Confined, shown: &str, offset: u64, max: u64) -> Result<ToolResult, CallError> {
+/// Opens `shown` for reading when it is a regular file, with its size
+/// from the open file's own `fstat`: the checks hold for the file that is
+/// read, even if the name was swapped in between.
+fn open_regular(c: &Confined, shown: &str) -> Result<(cap_std::fs::File, u64), CallError> {
     let err = |e: io::Error| io_error(shown, "read", &e);
-    // Checked before opening: opening a FIFO would block until a writer came.
+    // Checked before opening: opening a FIFO would block until a writer
+    // came, and opening a device can have effects of its own.
     let meta = c.dir().metadata(c.relative()).map_err(err)?;
+    not_regular(&meta, shown)?;
+    let file = c.dir().open(c.relative()).map_err(err)?;
+    let meta = file.metadata().map_err(err)?;
+    not_regular(&meta, shown)?;
+    Ok((file, meta.len()))
+}
+
+fn not_regular(meta: &cap_std::fs::Metadata, shown: &str) -> Result<(), CallError> {
     if meta.is_dir() {
         return Err(CallError::caller_error(format!(
             "`{shown}` is a directory; use fs_list to see its entries"
@@ -277,15 +304,28 @@ fn read_file(c: &Confined, shown: &str, offset: u64, max: u64) -> Result<ToolRes
             "`{shown}` is not a regular file"
         )));
     }
-    let mut file = c.dir().open(c.relative()).map_err(err)?;
-    let size = file.metadata().map_err(err)?.len();
+    Ok(())
+}
+
+/// Reads up to `max` bytes from `offset` of `file`, `size` bytes long.
+fn read_open(
+    mut file: cap_std::fs::File,
+    size: u64,
+    shown: &str,
+    offset: u64,
+    max: u64,
+) -> Result<ToolResult, CallError> {
+    let err = |e: io::Error| io_error(shown, "read", &e);
     if offset > size {
         return Err(CallError::caller_error(format!(
             "offset {offset} is past the end of `{shown}` ({size} bytes)"
         )));
     }
-    file.seek(SeekFrom::Start(offset)).map_err(err)?;
-    let mut buf = Vec::new();
+    if offset > 0 {
+        file.seek(SeekFrom::Start(offset)).map_err(err)?;
+    }
+    let want = size.saturating_sub(offset).min(max);
+    let mut buf = Vec::with_capacity(usize::try_from(want).unwrap_or(0));
     file.take(max).read_to_end(&mut buf).map_err(err)?;
     let more = offset + (buf.len() as u64) < size;
     Ok(match decode(&buf, offset > 0, more) {

@@ -162,6 +162,59 @@ async fn read_failures_say_what_is_wrong() {
     assert!(!e.counts_as_failure(), "{e}");
 }
 
+/// Reads above [`INLINE_READ_BYTES`] go to the blocking pool and read
+/// from the same opened file; the result is the same either way.
+#[tokio::test]
+async fn reads_above_the_inline_limit_page_the_same() {
+    let f = fixture();
+    let big = INLINE_READ_BYTES as usize + 10;
+    fs::write(f.root.join("big.txt"), "a".repeat(big)).unwrap();
+    let max = MAX_READ_BYTES;
+    let r = f
+        .call("fs_read", json!({"path": "big.txt", "max_bytes": max}))
+        .await
+        .unwrap();
+    assert_eq!(r.meta["size"], json!(big));
+    assert_eq!(r.meta["end"], json!(big));
+    let r = f
+        .call(
+            "fs_read",
+            json!({"path": "big.txt", "offset": 10, "max_bytes": max}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.meta["start"], json!(10));
+    assert_eq!(r.meta["end"], json!(big));
+    // The default page is inline and says where to go on.
+    let r = f.call("fs_read", json!({"path": "big.txt"})).await.unwrap();
+    assert_eq!(r.meta["end"], json!(DEFAULT_READ_BYTES));
+}
+
+/// A FIFO is refused before it is opened (opening one would block the
+/// worker until a writer came).
+#[tokio::test]
+async fn a_fifo_is_refused_without_opening_it() {
+    let f = fixture();
+    let fifo = f.root.join("p");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let e = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        f.call("fs_read", json!({"path": "p"})),
+    )
+    .await
+    .expect("fs_read of a FIFO must not block")
+    .unwrap_err();
+    assert!(e.to_string().contains("not a regular file"), "{e}");
+    assert_eq!(e.fault(), Some(Fault::Caller));
+}
+
 #[tokio::test]
 async fn write_modes() {
     let f = fixture();

@@ -288,7 +288,7 @@ fn push(shared: &Shared, event: &Event) -> u64 {
             let call = InFlight {
                 call_id: *call_id,
                 ts_ms,
-                tool: tool.to_string(),
+                tool: tool.clone(),
                 caller: caller.clone(),
                 session: session.clone(),
             };

@@ -185,7 +185,7 @@ async fn calls_in_flight_are_kept_until_they_finish() {
     let mark = seq.mark();
     let ids: Vec<u64> = mark.in_flight.iter().map(|c| c.call_id).collect();
     assert_eq!(ids, [1, 2]);
-    assert_eq!(mark.in_flight[0].caller, "socket cursor pid 4");
+    assert_eq!(&*mark.in_flight[0].caller, "socket cursor pid 4");
     bus.emit(Event::CallFinished {
         call_id: 1,
         tool: "shell_exec".into(),

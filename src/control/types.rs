@@ -13,6 +13,8 @@
 //! [`ApprovalRequest`], [`RememberedRule`], [`ServerStatus`],
 //! [`PinRecord`], ...) derive `TS` where they are defined.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use ts_rs::TS;
@@ -297,11 +299,11 @@ pub struct InFlight {
     /// When it arrived, unix ms.
     pub ts_ms: i64,
     /// The tool as requested.
-    pub tool: String,
+    pub tool: Arc<str>,
     /// Who called, as live rows show it.
-    pub caller: String,
+    pub caller: Arc<str>,
     /// The caller's session.
-    pub session: String,
+    pub session: Arc<str>,
 }
 
 /// Everything about one call.
