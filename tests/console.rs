@@ -27,6 +27,18 @@ fn cookie_headers(cookie: &str, origin: &str) -> HeaderMap {
     h
 }
 
+/// GETs `url` with the session headers `h`; the JSON answer.
+async fn get_json(c: &reqwest::Client, url: String, h: &HeaderMap) -> Value {
+    c.get(url)
+        .headers(h.clone())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 async fn error_of(r: reqwest::Response) -> (StatusCode, Value) {
     let status = r.status();
     let body: Value = r.json().await.expect("a JSON error body");
@@ -501,15 +513,7 @@ async fn a_policy_edit_over_http_applies_without_a_restart_and_a_bad_one_changes
     let mut agent = d.raw().await;
     agent.initialize().await;
 
-    let view: Value = c
-        .get(format!("{origin}/api/policy"))
-        .headers(h.clone())
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let view = get_json(&c, format!("{origin}/api/policy"), &h).await;
     let version = view["version"].as_u64().unwrap();
     assert_eq!(view["doc"]["version"], version);
     let effective = view["effective"].as_str().unwrap();
@@ -625,15 +629,7 @@ async fn a_policy_save_made_before_the_file_changed_is_refused_as_a_conflict() {
     let c = client();
     let origin = d.origin();
     let h = cookie_headers(&login(&d).await, &origin);
-    let view: Value = c
-        .get(format!("{origin}/api/policy"))
-        .headers(h.clone())
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let view = get_json(&c, format!("{origin}/api/policy"), &h).await;
     let base = view["version"].as_u64().unwrap();
 
     // Someone edits the file in an editor; the engine reloads it.
