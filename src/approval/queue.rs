@@ -749,6 +749,9 @@ impl Approvals {
         records.close();
         records.wait().await;
         records.reopen();
+        if let Err(e) = self.write_rule_use().await {
+            tracing::warn!("could not record how often remembered rules matched: {e}");
+        }
     }
 
     /// Writes a claimed (or recovered) request's closing and announces it.
@@ -929,8 +932,12 @@ async fn sweep_loop(inner: Weak<Inner>) {
         let Some(inner) = inner.upgrade() else {
             return;
         };
-        if let Err(e) = (Approvals { inner }).sweep().await {
+        let me = Approvals { inner };
+        if let Err(e) = me.sweep().await {
             tracing::warn!("approval expiry sweep: {e}");
+        }
+        if let Err(e) = me.write_rule_use().await {
+            tracing::warn!("could not record how often remembered rules matched: {e}");
         }
     }
 }

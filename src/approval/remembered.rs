@@ -20,7 +20,7 @@ use sqlx::SqlitePool;
 use super::ApprovalError;
 use super::queue::Approvals;
 use super::scope::{CallerInfo, CallerKey, Scope, ScopeSpec};
-use super::store::{self, RememberedRule, RuleEffect};
+use super::store::{self, RememberedRule, RuleEffect, StoredUse};
 use crate::call_key::CallKey;
 use crate::context::Caller;
 use crate::events::{Event, RuleChange};
@@ -52,32 +52,52 @@ pub struct RuleEdit {
     pub ttl: Option<Option<Duration>>,
 }
 
-/// A remembered rule with how it was used since toolgate started
+/// A remembered rule with how it has been used
 /// ([`Approvals::rules_with_use`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RuleInUse {
     /// The rule.
     pub rule: RememberedRule,
-    /// Calls it matched since toolgate started.
+    /// Calls it matched, across restarts.
     pub hits: u64,
     /// When it last matched one, unix ms.
     pub last_used_ms: Option<i64>,
 }
 
-/// How often a remembered rule matched a call, and when it last did. In
-/// memory only (counted lock-free as calls are assessed; a restart starts
-/// from zero): persisting a hit would put a database write on the call
-/// path for a figure that only informs a person tidying up rules.
+/// How often a remembered rule matched a call, and when it last did.
+/// Counted lock-free in memory as calls are assessed and written behind
+/// in batches ([`Approvals::write_rule_use`]: every expiry sweep and at
+/// shutdown), so a person tidying up rules after a restart still sees
+/// which ones are used, without a database write on the call path. A
+/// crash loses at most the matches since the last sweep.
 #[derive(Debug, Default)]
 struct RuleUse {
     hits: AtomicU64,
     last_ms: AtomicI64,
+    /// `hits` as last written.
+    written: AtomicU64,
 }
 
 impl RuleUse {
+    fn stored(used: StoredUse) -> Self {
+        Self {
+            hits: AtomicU64::new(used.hits),
+            last_ms: AtomicI64::new(used.last_used_ms.unwrap_or(0)),
+            written: AtomicU64::new(used.hits),
+        }
+    }
+
     fn hit(&self, now: i64) {
         self.hits.fetch_add(1, Ordering::Relaxed);
         self.last_ms.store(now, Ordering::Relaxed);
+    }
+
+    fn now(&self) -> StoredUse {
+        let last = self.last_ms.load(Ordering::Relaxed);
+        StoredUse {
+            hits: self.hits.load(Ordering::Relaxed),
+            last_used_ms: (last != 0).then_some(last),
+        }
     }
 }
 
@@ -98,7 +118,8 @@ impl RuleSet {
     }
 
     /// Replaces the set with the unrevoked rules in the database. Hit
-    /// counts carry over by rule id, so an edit does not reset them. A rule
+    /// counts carry over by rule id (memory is ahead of the database until
+    /// the next write), so an edit does not reset them. A rule
     /// whose scope no longer compiles is logged and skipped rather than
     /// failing every call.
     pub(super) async fn reload(
@@ -108,24 +129,26 @@ impl RuleSet {
     ) -> Result<(), ApprovalError> {
         let rules = store::unrevoked_rules(pool).await?;
         let old = self.0.load();
-        let uses_of = |id: i64| {
+        let uses_of = |id: i64, stored: StoredUse| {
             old.iter()
                 .find(|a| a.rule.id == id)
-                .map_or_else(Arc::default, |a| a.uses.clone())
+                .map_or_else(|| Arc::new(RuleUse::stored(stored)), |a| a.uses.clone())
         };
         let active = rules
             .into_iter()
-            .filter_map(|rule| match Scope::compile(rule.scope.clone(), key) {
-                Ok(scope) => Some(ActiveRule {
-                    uses: uses_of(rule.id),
-                    rule,
-                    scope,
-                }),
-                Err(e) => {
-                    tracing::error!("remembered rule #{} is unusable: {e}", rule.id);
-                    None
-                }
-            })
+            .filter_map(
+                |(rule, stored)| match Scope::compile(rule.scope.clone(), key) {
+                    Ok(scope) => Some(ActiveRule {
+                        uses: uses_of(rule.id, stored),
+                        rule,
+                        scope,
+                    }),
+                    Err(e) => {
+                        tracing::error!("remembered rule #{} is unusable: {e}", rule.id);
+                        None
+                    }
+                },
+            )
             .collect();
         self.0.store(Arc::new(active));
         Ok(())
@@ -140,14 +163,34 @@ impl RuleSet {
             .load()
             .iter()
             .map(|a| {
-                let last = a.uses.last_ms.load(Ordering::Relaxed);
+                let used = a.uses.now();
                 RuleInUse {
                     rule: a.rule.clone(),
-                    hits: a.uses.hits.load(Ordering::Relaxed),
-                    last_used_ms: (last != 0).then_some(last),
+                    hits: used.hits,
+                    last_used_ms: used.last_used_ms,
                 }
             })
             .collect()
+    }
+
+    /// Writes the use of every rule that matched calls since its last
+    /// write. A match counted while the write runs is caught by the next.
+    async fn write_use(&self, pool: &SqlitePool) -> Result<(), ApprovalError> {
+        let rules = self.0.load();
+        let changed: Vec<(&RuleUse, i64, StoredUse)> = rules
+            .iter()
+            .map(|a| (&*a.uses, a.rule.id, a.uses.now()))
+            .filter(|(u, _, now)| now.hits != u.written.load(Ordering::Relaxed))
+            .collect();
+        if changed.is_empty() {
+            return Ok(());
+        }
+        let rows: Vec<(i64, StoredUse)> = changed.iter().map(|(_, id, now)| (*id, *now)).collect();
+        store::write_uses(pool, &rows).await?;
+        for (u, _, now) in changed {
+            u.written.store(now.hits, Ordering::Relaxed);
+        }
+        Ok(())
     }
 
     /// The active rule deciding this call, deny first; counts the hit.
@@ -175,9 +218,18 @@ impl RuleSet {
 }
 
 impl Approvals {
-    /// [`Self::rules`] with each rule's matches since toolgate started.
+    /// [`Self::rules`] with each rule's matches, across restarts.
     pub fn rules_with_use(&self) -> Vec<RuleInUse> {
         self.inner.rules.with_use()
+    }
+
+    /// Writes the rules' match counts that changed since the last write
+    /// (the expiry sweep and [`Self::settle`] call it).
+    ///
+    /// # Errors
+    /// The store.
+    pub async fn write_rule_use(&self) -> Result<(), ApprovalError> {
+        self.inner.rules.write_use(&self.inner.pool).await
     }
 
     /// Remembered rules that are not revoked, expired ones included

@@ -144,3 +144,37 @@ async fn always_deny_beats_always_allow() {
         .unwrap();
     assert_eq!(r.effect, RuleEffect::Allow);
 }
+
+#[tokio::test]
+async fn a_rules_hits_and_last_use_survive_a_restart() {
+    let f = fixture().await;
+    let rule = f
+        .approvals
+        .add_rule(NewRule {
+            effect: RuleEffect::Allow,
+            scope: "tool=fs_list".into(),
+            reason: None,
+            ttl: None,
+            by: Some("ui".into()),
+        })
+        .await
+        .unwrap();
+    let c = caller(9);
+    for _ in 0..3 {
+        assert!(f.approvals.remembered("fs_list", &json!({}), &c).is_some());
+    }
+    f.clock.advance(Duration::from_secs(5));
+    assert!(f.approvals.remembered("fs_list", &json!({}), &c).is_some());
+    // Shutdown settles, which writes the counts.
+    f.approvals.settle().await;
+    let reopened = open_at(&f.db, f.clock.clone(), true).await;
+    let used = &reopened.rules_with_use()[0];
+    assert_eq!((used.rule.id, used.hits), (rule.id, 4));
+    assert_eq!(used.last_used_ms, Some(T0 + 5_000));
+    // Counting goes on from there, and a write with nothing new is a no-op.
+    assert!(reopened.remembered("fs_list", &json!({}), &c).is_some());
+    reopened.write_rule_use().await.unwrap();
+    reopened.write_rule_use().await.unwrap();
+    let again = open_at(&f.db, f.clock.clone(), true).await;
+    assert_eq!(again.rules_with_use()[0].hits, 5);
+}

@@ -279,9 +279,26 @@ struct RuleRow {
     from_request: Option<i64>,
     expires_ms: Option<i64>,
     revoked_ms: Option<i64>,
+    hits: i64,
+    last_used_ms: Option<i64>,
+}
+
+/// How a rule was used, as last written: its matches and the last one's
+/// time (unix ms).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct StoredUse {
+    pub(super) hits: u64,
+    pub(super) last_used_ms: Option<i64>,
 }
 
 impl RuleRow {
+    fn stored_use(&self) -> StoredUse {
+        StoredUse {
+            hits: u64::try_from(self.hits).unwrap_or(0),
+            last_used_ms: self.last_used_ms,
+        }
+    }
+
     fn into_rule(self) -> Option<RememberedRule> {
         let effect = match self.effect.as_str() {
             "allow" => RuleEffect::Allow,
@@ -328,15 +345,40 @@ pub(super) async fn insert_rule(
     Ok(rule)
 }
 
-/// Rules not revoked (expired ones included: listing shows them as such).
+/// Rules not revoked (expired ones included: listing shows them as such),
+/// each with its use as last written.
 pub(super) async fn unrevoked_rules(
     pool: &SqlitePool,
-) -> Result<Vec<RememberedRule>, ApprovalError> {
+) -> Result<Vec<(RememberedRule, StoredUse)>, ApprovalError> {
     let rows: Vec<RuleRow> =
         sqlx::query_as("SELECT * FROM approval_rules WHERE revoked_ms IS NULL ORDER BY id")
             .fetch_all(pool)
             .await?;
-    Ok(rows.into_iter().filter_map(RuleRow::into_rule).collect())
+    Ok(rows
+        .into_iter()
+        .filter_map(|row| {
+            let used = row.stored_use();
+            row.into_rule().map(|rule| (rule, used))
+        })
+        .collect())
+}
+
+/// Writes rules' use counts, all in one transaction.
+pub(super) async fn write_uses(
+    pool: &SqlitePool,
+    uses: &[(i64, StoredUse)],
+) -> Result<(), ApprovalError> {
+    let mut tx = pool.begin().await?;
+    for (id, used) in uses {
+        sqlx::query("UPDATE approval_rules SET hits = ?, last_used_ms = ? WHERE id = ?")
+            .bind(i64::try_from(used.hits).unwrap_or(i64::MAX))
+            .bind(used.last_used_ms)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(())
 }
 
 /// One rule by id, revoked or not.

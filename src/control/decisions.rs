@@ -186,7 +186,7 @@ impl Control {
     }
 
     /// Remembered rules not revoked (expired ones too, marked inactive),
-    /// with how often each matched since the engine started.
+    /// with how often each matched (kept across restarts).
     ///
     /// # Errors
     /// No approval queue.

@@ -437,7 +437,7 @@ pub struct RuleView {
     pub rule: RememberedRule,
     /// In force now (not expired).
     pub active: bool,
-    /// Calls it matched since the engine started (kept in memory).
+    /// Calls it matched, across restarts (written behind in batches).
     pub hits: u64,
     /// When it last matched one, unix ms.
     pub last_used_ms: Option<i64>,

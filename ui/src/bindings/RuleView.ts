@@ -14,7 +14,7 @@ rule: RememberedRule,
  */
 active: boolean, 
 /**
- * Calls it matched since the engine started (kept in memory).
+ * Calls it matched, across restarts (written behind in batches).
  */
 hits: number, 
 /**
