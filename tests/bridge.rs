@@ -292,8 +292,24 @@ async fn a_person_approves_and_denies_from_the_cli() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    let (code, _, err) = run_cli(dir.path(), &["approve", &id.to_string()]).await;
+    // Approving says what happened in a sentence, not the request record.
+    let (code, out, err) = run_cli(
+        dir.path(),
+        &["approve", &id.to_string(), "--always", "/command=echo *"],
+    )
+    .await;
     assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with(&format!("Approved request #{id} (shell_exec, asked by")),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "Remembered as rule #1: allow tool=shell_exec,/command=echo *, until revoked."
+        ),
+        "{out}"
+    );
+    assert!(out.lines().count() <= 3, "{out}");
     let reply = agent.recv().await.unwrap();
     assert_eq!(reply["result"]["isError"], false, "{reply}");
     assert!(
@@ -322,12 +338,17 @@ async fn a_person_approves_and_denies_from_the_cli() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    let (code, _, err) = run_cli(
+    let (code, out, err) = run_cli(
         dir.path(),
         &["deny", &id.to_string(), "--reason", "not now"],
     )
     .await;
     assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with(&format!("Denied request #{id} (shell_exec")),
+        "{out}"
+    );
+    assert!(out.contains("The agent is told: not now"), "{out}");
     let reply = agent.recv().await.unwrap();
     assert_eq!(reply["result"]["_meta"]["toolgate/error"]["kind"], "denied");
     assert!(
@@ -337,6 +358,23 @@ async fn a_person_approves_and_denies_from_the_cli() {
             .contains("not now")
     );
     assert!(!marker.exists());
+
+    // `rules` shows the id that `--rm` takes, and the rule's use.
+    let (code, out, err) = run_cli(dir.path(), &["rules"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("#1  allow  in force  "), "{out}");
+    assert!(
+        out.contains("Revoke one with `toolgate rules --rm ID`."),
+        "{out}"
+    );
+    let (code, out, err) = run_cli(dir.path(), &["rules", "--rm", "1"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("Revoked rule #1: allow tool=shell_exec,/command=echo *"),
+        "{out}"
+    );
+    let (_, out, _) = run_cli(dir.path(), &["rules"]).await;
+    assert!(out.starts_with("No remembered rules."), "{out}");
 
     let (code, out, _) = run_cli(dir.path(), &["servers", "--json"]).await;
     assert_eq!(

@@ -615,7 +615,7 @@ async fn the_clis_decision_records_its_pid_and_executable() {
 
     let exe = env!("CARGO_BIN_EXE_toolgate");
     let child = tokio::process::Command::new(exe)
-        .args(["approve", &id.to_string(), "--socket"])
+        .args(["approve", &id.to_string(), "--json", "--socket"])
         .arg(&d.socket)
         .arg("--data-dir")
         .arg(d.dir.path().join("data"))

@@ -238,7 +238,7 @@ impl Approvals {
         self.inner.rules.list()
     }
 
-    /// Revokes rule `id` (`toolgate rules rm ID`).
+    /// Revokes rule `id` (`toolgate rules --rm ID`).
     ///
     /// # Errors
     /// [`ApprovalError::RuleNotFound`] (also for an already revoked rule) or

@@ -238,7 +238,7 @@ impl RuleEffect {
 /// A remembered decision, as listed by `toolgate rules`.
 #[derive(Debug, Clone, PartialEq, Serialize, ts_rs::TS)]
 pub struct RememberedRule {
-    /// The id people type (`toolgate rules rm 3`).
+    /// The id people type (`toolgate rules --rm 3`).
     pub id: i64,
     /// Allow or deny.
     pub effect: RuleEffect,

@@ -161,7 +161,7 @@ pub(crate) fn summary_of(row: &CallRow) -> CallSummary {
 }
 
 /// Unix ms as an HTTP date (`Thu, 03 Dec 2026 19:08:41 GMT`), for words.
-pub(crate) fn date_of_ms(ms: i64) -> String {
+pub fn date_of_ms(ms: i64) -> String {
     let t =
         std::time::UNIX_EPOCH + std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(0));
     httpdate::fmt_http_date(t)

@@ -6,6 +6,7 @@
 
 mod calls;
 mod config_cmd;
+mod decide;
 mod inspect;
 mod serve;
 
@@ -125,6 +126,9 @@ enum Command {
         /// `args:/path=GLOB` (see docs/policy.md).
         #[arg(long, value_name = "SCOPE")]
         always: Option<String>,
+        /// Print the decided request (and rule) as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Deny a waiting call.
     Deny {
@@ -133,8 +137,11 @@ enum Command {
         /// Told to the agent.
         #[arg(long)]
         reason: Option<String>,
+        /// Print the decided request as JSON.
+        #[arg(long)]
+        json: bool,
     },
-    /// Remembered "always allow/deny" decisions.
+    /// Remembered "always allow/deny" decisions, with the IDs `--rm` takes.
     Rules {
         /// Revoke this rule instead of listing.
         #[arg(long, value_name = "ID")]
@@ -249,46 +256,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             )
             .await
         }
-        Command::Approve { id, always } => {
-            inspect::control(
-                &cli,
-                "toolgate/approve",
-                serde_json::json!({"id": id, "always": always}),
-                "",
-                true,
-            )
-            .await
+        Command::Approve { id, always, json } => {
+            decide::approve(&cli, *id, always.as_deref(), *json).await
         }
-        Command::Deny { id, reason } => {
-            inspect::control(
-                &cli,
-                "toolgate/deny",
-                serde_json::json!({"id": id, "reason": reason}),
-                "",
-                true,
-            )
-            .await
+        Command::Deny { id, reason, json } => {
+            decide::deny(&cli, *id, reason.as_deref(), *json).await
         }
-        Command::Rules { rm: Some(id), .. } => {
-            inspect::control(
-                &cli,
-                "toolgate/rules/rm",
-                serde_json::json!({"id": id}),
-                "",
-                true,
-            )
-            .await
-        }
-        Command::Rules { rm: None, json } => {
-            inspect::control(
-                &cli,
-                "toolgate/rules",
-                serde_json::json!({}),
-                "rules",
-                *json,
-            )
-            .await
-        }
+        Command::Rules { rm: Some(id), json } => decide::revoke(&cli, *id, *json).await,
+        Command::Rules { rm: None, json } => decide::rules(&cli, *json).await,
         Command::Servers { json } => {
             inspect::control(
                 &cli,
