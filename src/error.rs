@@ -62,6 +62,72 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// Every class, in the order people meet them in a call's life.
+    pub const ALL: [Self; 18] = [
+        Self::UnknownTool,
+        Self::NotAllowed,
+        Self::Blocked,
+        Self::LoopDetected,
+        Self::InvalidArgs,
+        Self::GuardDenied,
+        Self::PolicyDenied,
+        Self::NeedsApproval,
+        Self::Denied,
+        Self::ApprovalTimedOut,
+        Self::BreakerOpen,
+        Self::Timeout,
+        Self::RateLimit,
+        Self::Connection,
+        Self::Upstream5xx,
+        Self::ToolFailed,
+        Self::Internal,
+        Self::Cancelled,
+    ];
+
+    /// The class in the few words a person reads (a pill, a filter). Each
+    /// names whose doing it was, so the two timeouts read apart: nobody
+    /// deciding is "No decision in time", a tool running too long is "Tool
+    /// timed out".
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::UnknownTool => "Unknown tool",
+            Self::NotAllowed => "Not allowed",
+            Self::Blocked => "Blocked by a hook",
+            Self::LoopDetected => "Loop stopped",
+            Self::InvalidArgs => "Invalid arguments",
+            Self::GuardDenied => "Path or URL refused",
+            Self::PolicyDenied => "Refused by policy",
+            Self::NeedsApproval => "Nobody to ask",
+            Self::Denied => "Denied by a person",
+            Self::ApprovalTimedOut => "No decision in time",
+            Self::BreakerOpen => "Breaker open",
+            Self::Timeout => "Tool timed out",
+            Self::RateLimit => "Rate limited",
+            Self::Connection => "Connection failed",
+            Self::Upstream5xx => "Upstream server error",
+            Self::ToolFailed => "Tool failed",
+            Self::Internal => "toolgate failed",
+            Self::Cancelled => "Cancelled",
+        }
+    }
+
+    /// Whether toolgate refused the call before the tool ran (a rule, a
+    /// guard, a person, or nobody deciding), as opposed to the tool or its
+    /// transport failing. The console's "Refused" filters use it.
+    pub fn is_refusal(self) -> bool {
+        matches!(
+            self,
+            Self::NotAllowed
+                | Self::Blocked
+                | Self::LoopDetected
+                | Self::GuardDenied
+                | Self::PolicyDenied
+                | Self::NeedsApproval
+                | Self::Denied
+                | Self::ApprovalTimedOut
+        )
+    }
+
     /// Reads a name written by [`Self::as_str`]. `None` for a name this
     /// version does not know: the audit log keeps classes as text, and a
     /// newer toolgate may have written one added since.

@@ -60,6 +60,29 @@ pub enum ApprovalStatus {
 }
 
 impl ApprovalStatus {
+    /// Every state.
+    pub const ALL: [Self; 6] = [
+        Self::Pending,
+        Self::Approved,
+        Self::Denied,
+        Self::TimedOut,
+        Self::Expired,
+        Self::Cancelled,
+    ];
+
+    /// The state in a word or two for people; a request nobody answered
+    /// reads like the call it ended ([`crate::ErrorKind::label`]).
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Pending => "Waiting",
+            Self::Approved => "Approved",
+            Self::Denied => "Denied",
+            Self::TimedOut => crate::ErrorKind::ApprovalTimedOut.label(),
+            Self::Expired => "Expired",
+            Self::Cancelled => "Cancelled",
+        }
+    }
+
     /// The stored name.
     pub fn as_str(self) -> &'static str {
         match self {

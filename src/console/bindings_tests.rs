@@ -76,3 +76,36 @@ fn large_integers_are_numbers_not_bigints() {
     assert!(ts.contains("seq: number"), "{ts}");
     assert!(!ts.contains("bigint"), "{ts}");
 }
+
+/// `ErrorKind::ALL` and `ApprovalStatus::ALL` feed `words.ts`; a variant
+/// missing from them would leave the console without its words.
+#[test]
+fn the_word_tables_list_every_variant() {
+    let cfg = ts_config();
+    let union = |ts: String| -> Vec<String> {
+        ts.split('|')
+            .map(|v| v.trim().trim_matches('"').to_owned())
+            .collect()
+    };
+    let kinds = union(crate::ErrorKind::inline(&cfg));
+    let listed: Vec<String> = crate::ErrorKind::ALL
+        .iter()
+        .map(|k| k.as_str().to_owned())
+        .collect();
+    assert_eq!(kinds, listed);
+    let states = union(crate::approval::ApprovalStatus::inline(&cfg));
+    let listed: Vec<String> = crate::approval::ApprovalStatus::ALL
+        .iter()
+        .map(|k| k.as_str().to_owned())
+        .collect();
+    assert_eq!(states, listed);
+    let words = words_ts();
+    assert!(
+        words.contains("  approval_timed_out: \"No decision in time\",\n"),
+        "{words}"
+    );
+    assert!(
+        words.contains("  timeout: \"Tool timed out\",\n"),
+        "{words}"
+    );
+}

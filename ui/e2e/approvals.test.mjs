@@ -147,7 +147,7 @@ describe('approvals', { skip: skipUnlessReady(), timeout: 180_000 }, () => {
     const r = await call.result;
     assert.equal(r.isError, true, JSON.stringify(r));
     assert.equal(errorKind(r), 'approval_timed_out', JSON.stringify(r));
-    await row(id).getByText('Timed out').waitFor({ timeout: 10_000 });
+    await row(id).getByText('No decision in time').waitFor({ timeout: 10_000 });
     assert.equal(await row(id).getByRole('timer').count(), 0, 'no countdown once it has ended');
   });
 

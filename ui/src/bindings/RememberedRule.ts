@@ -7,7 +7,7 @@ import type { ScopeDef } from "./ScopeDef";
  */
 export type RememberedRule = { 
 /**
- * The id people type (`toolgate rules rm 3`).
+ * The id people type (`toolgate rules --rm 3`).
  */
 id: number, 
 /**

@@ -80,11 +80,13 @@ describe('states always have a word and an icon', () => {
     expect(callLook({ outcome: 'running' }).tone).toBe('info');
     expect(callLook({ outcome: 'running' }, true)).toMatchObject({ tone: 'warn', word: 'Waiting' });
     expect(callLook({ outcome: 'tool_error' }).word).toBe('Tool error');
-    expect(callLook({ outcome: 'error', error_kind: 'approval_timed_out' })).toMatchObject({ tone: 'high', word: 'Timed out' });
-    expect(callLook({ outcome: 'error', error_kind: 'denied' })).toMatchObject({ tone: 'danger', word: 'Denied' });
+    // The two timeouts read apart: nobody deciding vs the tool running long.
+    expect(callLook({ outcome: 'error', error_kind: 'approval_timed_out' })).toMatchObject({ tone: 'high', word: 'No decision in time' });
+    expect(callLook({ outcome: 'error', error_kind: 'timeout' })).toMatchObject({ tone: 'high', word: 'Tool timed out' });
+    expect(callLook({ outcome: 'error', error_kind: 'denied' })).toMatchObject({ tone: 'danger', word: 'Denied by a person' });
     expect(callLook({ outcome: 'error', error_kind: null }).word).toBe('Error');
     expect(errorLook('breaker_open').word).toBe('Breaker open');
-    expect(errorLook('upstream_5xx').word).toBe('Upstream error');
+    expect(errorLook('upstream_5xx').word).toBe('Upstream server error');
     expect(errorLook('some_new_class').word).toBe('some new class');
     expect(callLook({ outcome: 'cancelled', error_kind: 'cancelled' })).toMatchObject({ tone: 'muted', word: 'Cancelled' });
   });
@@ -126,7 +128,7 @@ describe('words about people and causes', () => {
   });
 
   it('explains how a request ended', () => {
-    expect(endedCause('timed_out', 'timeout', null, false)).toMatch(/^Timed out/);
+    expect(endedCause('timed_out', 'timeout', null, false)).toMatch(/^No decision in time — nobody answered/);
     expect(endedCause('cancelled', 'caller', null, false)).toBe(
       'Cancelled — the agent cancelled the call or left before a decision',
     );

@@ -11,6 +11,7 @@ import type {
   ServerState,
   Trust,
 } from './api/types';
+import { APPROVAL_STATUS_LABEL, ERROR_KIND_LABEL } from './api/types';
 import type { IconName } from './icons';
 
 /** A colour token of the design system. */
@@ -201,17 +202,18 @@ export function trustLook(t: Trust): Look {
   return TRUST[t];
 }
 
-const APPROVAL: Record<ApprovalStatus, Look> = {
-  pending: { tone: 'warn', icon: 'clock', word: 'Waiting' },
-  approved: { tone: 'ok', icon: 'check-circle', word: 'Approved' },
-  denied: { tone: 'danger', icon: 'x-circle', word: 'Denied' },
-  timed_out: { tone: 'high', icon: 'timer-off', word: 'Timed out' },
-  expired: { tone: 'muted', icon: 'slash', word: 'Expired' },
-  cancelled: { tone: 'muted', icon: 'slash', word: 'Cancelled' },
+// Tones and icons are the console's; the words are the engine's.
+const APPROVAL: Record<ApprovalStatus, Omit<Look, 'word'>> = {
+  pending: { tone: 'warn', icon: 'clock' },
+  approved: { tone: 'ok', icon: 'check-circle' },
+  denied: { tone: 'danger', icon: 'x-circle' },
+  timed_out: { tone: 'high', icon: 'timer-off' },
+  expired: { tone: 'muted', icon: 'slash' },
+  cancelled: { tone: 'muted', icon: 'slash' },
 };
 
 export function approvalLook(s: ApprovalStatus): Look {
-  return APPROVAL[s];
+  return { ...APPROVAL[s], word: APPROVAL_STATUS_LABEL[s] };
 }
 
 /**
@@ -225,36 +227,36 @@ export interface CallEnd {
   error_kind?: ErrorKind | null | undefined;
 }
 
-const ERROR_WORDS: Record<ErrorKind, Look> = {
-  unknown_tool: { tone: 'danger', icon: 'help', word: 'Unknown tool' },
-  not_allowed: { tone: 'danger', icon: 'slash', word: 'Not allowed' },
-  blocked: { tone: 'danger', icon: 'slash', word: 'Blocked' },
-  loop_detected: { tone: 'high', icon: 'repeat', word: 'Loop' },
-  invalid_args: { tone: 'high', icon: 'braces', word: 'Invalid args' },
-  guard_denied: { tone: 'danger', icon: 'shield-x', word: 'Guarded' },
-  policy_denied: { tone: 'danger', icon: 'shield-x', word: 'Policy denied' },
-  needs_approval: { tone: 'warn', icon: 'user', word: 'No approver' },
-  denied: { tone: 'danger', icon: 'user-x', word: 'Denied' },
-  approval_timed_out: { tone: 'high', icon: 'timer-off', word: 'Timed out' },
-  breaker_open: { tone: 'danger', icon: 'zap-off', word: 'Breaker open' },
-  timeout: { tone: 'high', icon: 'timer-off', word: 'Timeout' },
-  rate_limit: { tone: 'high', icon: 'gauge', word: 'Rate limited' },
-  connection: { tone: 'danger', icon: 'plug', word: 'Connection' },
-  upstream_5xx: { tone: 'danger', icon: 'server', word: 'Upstream error' },
-  tool_failed: { tone: 'danger', icon: 'x-circle', word: 'Tool failed' },
-  internal: { tone: 'danger', icon: 'bug', word: 'Internal error' },
-  cancelled: { tone: 'muted', icon: 'slash', word: 'Cancelled' },
+const ERROR_LOOKS: Record<ErrorKind, Omit<Look, 'word'>> = {
+  unknown_tool: { tone: 'danger', icon: 'help' },
+  not_allowed: { tone: 'danger', icon: 'slash' },
+  blocked: { tone: 'danger', icon: 'slash' },
+  loop_detected: { tone: 'high', icon: 'repeat' },
+  invalid_args: { tone: 'high', icon: 'braces' },
+  guard_denied: { tone: 'danger', icon: 'shield-x' },
+  policy_denied: { tone: 'danger', icon: 'shield-x' },
+  needs_approval: { tone: 'warn', icon: 'user' },
+  denied: { tone: 'danger', icon: 'user-x' },
+  approval_timed_out: { tone: 'high', icon: 'timer-off' },
+  breaker_open: { tone: 'danger', icon: 'zap-off' },
+  timeout: { tone: 'high', icon: 'timer-off' },
+  rate_limit: { tone: 'high', icon: 'gauge' },
+  connection: { tone: 'danger', icon: 'plug' },
+  upstream_5xx: { tone: 'danger', icon: 'server' },
+  tool_failed: { tone: 'danger', icon: 'x-circle' },
+  internal: { tone: 'danger', icon: 'bug' },
+  cancelled: { tone: 'muted', icon: 'slash' },
 };
 
 /** The error class as `ErrorKind`, or null for a class newer than this UI. */
 export function errorKind(k: string): ErrorKind | null {
-  return Object.hasOwn(ERROR_WORDS, k) ? (k as ErrorKind) : null;
+  return Object.hasOwn(ERROR_LOOKS, k) ? (k as ErrorKind) : null;
 }
 
 /** An error class in a word; unknown (newer) classes read as themselves. */
 export function errorLook(k: string): Look {
   const kind = errorKind(k);
-  return kind ? ERROR_WORDS[kind] : { tone: 'danger', icon: 'x-circle', word: k.replaceAll('_', ' ') };
+  return kind ? { ...ERROR_LOOKS[kind], word: ERROR_KIND_LABEL[kind] } : { tone: 'danger', icon: 'x-circle', word: k.replaceAll('_', ' ') };
 }
 
 export function callLook(c: CallEnd, waiting = false): Look {
@@ -269,7 +271,7 @@ export function callLook(c: CallEnd, waiting = false): Look {
       return { tone: 'muted', icon: 'slash', word: 'Cancelled' };
     case 'error':
     default:
-      if (c.error_kind === 'cancelled') return ERROR_WORDS.cancelled;
+      if (c.error_kind === 'cancelled') return errorLook('cancelled');
       return c.error_kind ? errorLook(c.error_kind) : { tone: 'danger', icon: 'x-circle', word: 'Error' };
   }
 }
@@ -325,7 +327,7 @@ export function endedCause(
     case 'denied':
       return mine ? `Denied by you${why}` : `Denied ${deciderWords(by)}${why}`;
     case 'timed_out':
-      return 'Timed out — nobody answered, so the call was denied';
+      return `${APPROVAL_STATUS_LABEL.timed_out} — nobody answered, so the call was denied`;
     // The engine words these reasons itself ("the call was cancelled because
     // the client disconnected before a decision"); a missing one falls back.
     case 'expired':

@@ -92,7 +92,7 @@ const LABEL: Record<StageName, string> = {
   policy: 'Policy & approval',
   breaker: 'Breaker',
   retry: 'Retry',
-  timeout: 'Timeout',
+  timeout: 'Time limit',
   execute: 'Tool',
 };
 
