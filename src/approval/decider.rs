@@ -108,9 +108,45 @@ impl fmt::Display for Decider {
     }
 }
 
+/// Where a recorded decider (its [`Decider`] text form, as stored in
+/// `decided_by` and `created_by`) decided, in words: `in the console`,
+/// `from the CLI (pid 42)`. Text from an older or unknown form is quoted.
+pub fn recorded_words(by: &str) -> String {
+    let pid = by
+        .split_once("pid ")
+        .map(|(_, rest)| rest.split(' ').next().unwrap_or_default());
+    match by.split(' ').next().unwrap_or_default() {
+        "cli" => match pid {
+            Some(pid) => format!("from the CLI (pid {pid})"),
+            None => "from the CLI".to_owned(),
+        },
+        "console" | "ui" => "in the console".to_owned(),
+        "desktop" => "in the desktop window".to_owned(),
+        "tray" => "from the tray".to_owned(),
+        "notification" => "from a notification".to_owned(),
+        _ => format!("by “{by}”"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recorded_deciders_read_as_places() {
+        let cli = Decider::Cli {
+            pid: Some(42),
+            exe: Some("/usr/bin/toolgate".into()),
+        };
+        assert_eq!(recorded_words(&cli.to_string()), "from the CLI (pid 42)");
+        let console = Decider::Console {
+            session: Some("ab12".into()),
+        };
+        assert_eq!(recorded_words(&console.to_string()), "in the console");
+        assert_eq!(recorded_words("desktop window 3"), "in the desktop window");
+        assert_eq!(recorded_words("tray"), "from the tray");
+        assert_eq!(recorded_words("someone"), "by “someone”");
+    }
 
     #[test]
     fn a_cli_decider_names_its_process() {

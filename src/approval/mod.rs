@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
-pub use decider::Decider;
+pub use decider::{Decider, recorded_words};
 pub use queue::{Always, Answer, ApprovalOptions, Approvals, Ask, Decided, Decision, Resolution};
 pub use remembered::{NewRule, RuleEdit, RuleInUse};
 pub use scope::{ArgClause, CallerInfo, CallerKey, Scope, ScopeDef, ScopeError, ScopeSpec};

@@ -238,6 +238,15 @@ impl Approvals {
         self.inner.rules.list()
     }
 
+    /// Rule `id` as stored, revoked or not (a call's detail names the rule
+    /// that decided it even after it was revoked).
+    ///
+    /// # Errors
+    /// The store.
+    pub async fn rule(&self, id: i64) -> Result<Option<RememberedRule>, ApprovalError> {
+        store::get_rule(&self.inner.pool, id).await
+    }
+
     /// Revokes rule `id` (`toolgate rules --rm ID`).
     ///
     /// # Errors

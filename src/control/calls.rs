@@ -58,6 +58,9 @@ impl Control {
         let notes: Vec<(String, String)> = serde_json::from_str(&row.notes).unwrap_or_default();
         let (verdict, rule) = decided_by(&notes);
         let approval = self.approval_of(&row).await?;
+        let decided = self
+            .decided_words(verdict.as_deref(), rule.as_deref(), approval.is_some())
+            .await?;
         let this_run = row.id > self.inner.first_row;
         let (output, output_missing) = if CallOutcome::parse(&row.outcome) == CallOutcome::Error {
             let why = "the call ended in an error (see its message); it produced no output";
@@ -76,11 +79,54 @@ impl Control {
             args: serde_json::from_str(&row.args).unwrap_or(Value::Null),
             verdict,
             rule,
+            decided,
             notes,
             approval,
             output,
             output_missing,
             summary: summary_of(&row),
+        })
+    }
+
+    /// [`CallDetail::decided`]: a remembered rule is a person's decision,
+    /// so it says whose, where and when, not "allowed by policy".
+    async fn decided_words(
+        &self,
+        verdict: Option<&str>,
+        rule: Option<&str>,
+        asked: bool,
+    ) -> Result<Option<String>, ControlError> {
+        let remembered = rule
+            .and_then(|r| r.rsplit_once(" rule #"))
+            .and_then(|(_, id)| id.parse::<i64>().ok());
+        if let (Some(id), Some(approvals)) = (remembered, self.engine().approvals()) {
+            let did = if verdict == Some("deny") {
+                "refused"
+            } else {
+                "allowed"
+            };
+            let Some(r) = approvals.rule(id).await? else {
+                return Ok(Some(format!(
+                    "A person {did} calls like this one ahead of time (rule #{id}, since deleted)."
+                )));
+            };
+            let who = r
+                .created_by
+                .as_deref()
+                .map_or_else(|| "somewhere".to_owned(), crate::approval::recorded_words);
+            return Ok(Some(format!(
+                "A person {did} calls like this one ahead of time: rule #{id}, made {who} on {}.",
+                date_of_ms(r.created_ms)
+            )));
+        }
+        Ok(match verdict {
+            Some("allow") => Some("Policy allowed it without asking.".to_owned()),
+            Some("deny") => Some("Policy refused it.".to_owned()),
+            Some("ask") if asked => {
+                Some("Policy asked a person (see the request below).".to_owned())
+            }
+            Some("ask") => Some("Policy would ask a person.".to_owned()),
+            _ => None,
         })
     }
 

@@ -87,6 +87,10 @@ async fn a_call_that_waited_for_a_person_carries_its_approval_with_secrets_redac
     assert!(reply.result.is_ok(), "{:?}", reply.result);
     let d = rig.control.call(call_id(&reply)).await.expect("detail");
     assert_eq!(d.verdict.as_deref(), Some("ask"));
+    assert_eq!(
+        d.decided.as_deref(),
+        Some("Policy asked a person (see the request below).")
+    );
     let approval = d.approval.expect("the approval it waited on");
     assert_eq!(approval.id, id);
     assert_eq!(approval.decided_by.as_deref(), Some("console"));

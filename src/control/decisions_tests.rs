@@ -111,7 +111,18 @@ async fn always_allow_remembers_the_scope_with_its_expiry_and_counts_its_hits() 
     let reply = rig
         .call("shell_exec", json!({"command": "make test"}))
         .await;
+    let ran = i64::try_from(reply.call_id).expect("call id");
     assert_eq!(reply.result.expect("ran").joined_text(), "ran make test");
+    // Its detail says a person allowed it, where and when, not "policy".
+    let d = rig.control.call(ran).await.expect("detail");
+    let decided = d.decided.expect("who decided");
+    assert!(
+        decided.starts_with(&format!(
+            "A person allowed calls like this one ahead of time: rule #{}, made in the console on ",
+            rule.id
+        )),
+        "{decided}"
+    );
     let rules = rig.control.rules().expect("rules");
     assert_eq!(rules.len(), 1);
     assert_eq!(rules[0].hits, 1);

@@ -318,6 +318,9 @@ pub struct CallDetail {
     /// The rule that decided (`preset:default`, `policy.rules[0]`,
     /// `always-allow rule #3`), from the policy's note.
     pub rule: Option<String>,
+    /// Who decided whether it ran, in a sentence: policy, a person's
+    /// remembered rule (who made it, where and when), or a person asked.
+    pub decided: Option<String>,
     /// What each stage did, in words: `[stage, note]`.
     pub notes: Vec<(String, String)>,
     /// The approval request the call waited on, if any.

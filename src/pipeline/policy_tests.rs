@@ -41,7 +41,7 @@ async fn low_risk_passes_and_critical_needs_approval_without_a_queue() {
     assert_eq!(e.kind(), ErrorKind::NeedsApproval);
     assert!(
         e.to_string().contains(
-            "`sh` declares critical risk; preset default (policy) asks at high and above"
+            "`sh` declares critical risk; preset default asks a person at high risk and above"
         ),
         "{e}"
     );

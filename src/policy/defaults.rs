@@ -136,7 +136,7 @@ pub fn default_rules(project_dirs: &[PathBuf]) -> Vec<Rule> {
         &super::inert::regex(),
         false,
         Effect::Risk(Risk::High),
-        "a single inert command (it runs no configurable code) with plain arguments inside the working directory",
+        "a single inert command (it runs no configurable code) with plain arguments inside the working directory; any shell command still runs as you",
         None,
     ));
     rules.extend(outside_project(project_dirs, base.clone()));

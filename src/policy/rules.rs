@@ -196,6 +196,27 @@ impl Rule {
         self.when.as_ref().is_none_or(|c| c.holds(args))
     }
 
+    /// `rule build-ok allows calls of `npm_*`; its reason: builds are
+    /// routine`. A reason is quoted after the rule, never glued into the
+    /// sentence, so any wording a person gave it reads right.
+    fn verdict_words(&self, v: Verdict) -> String {
+        let verb = match v {
+            Verdict::Allow => "allows",
+            Verdict::Deny => "refuses",
+            Verdict::Ask => "asks a person about",
+        };
+        let mut s = format!("rule {} {verb} calls of `{}`", self.id, self.tool_glob);
+        if let Some(c) = &self.when {
+            s.push_str(" where ");
+            s.push_str(&c.describe());
+        }
+        if let Some(r) = &self.reason {
+            s.push_str("; its reason: ");
+            s.push_str(r);
+        }
+        s
+    }
+
     fn describe(&self) -> String {
         match (&self.reason, &self.when) {
             (Some(r), Some(c)) => format!("{r} ({})", c.describe()),
@@ -549,12 +570,7 @@ impl PolicyConfig {
                 verdict: v,
                 risk,
                 rule: rule.id.clone(),
-                reason: format!(
-                    "rule {} says {} for {}",
-                    rule.id,
-                    v.as_str(),
-                    rule.describe()
-                ),
+                reason: rule.verdict_words(v),
                 timeout: rule.timeout.unwrap_or(timeout),
             };
         }
@@ -577,15 +593,17 @@ impl PolicyConfig {
             .and_then(|p| p.ask_at)
             .or(self.ask_at)
             .unwrap_or(spec.ask_at);
-        let whose = profile.map_or_else(|| "policy".to_owned(), |p| p.id.clone());
+        let whose = match profile {
+            Some(p) => format!("preset {} (caller profile {})", preset.as_str(), p.id),
+            None => format!("preset {}", preset.as_str()),
+        };
         let rule_id = |fallback: String| risk_rule.map_or(fallback, |r| r.id.clone());
         let (verdict, rule, why) = if spec.deny_at.is_some_and(|d| risk >= d) {
             (
                 Verdict::Deny,
                 rule_id(format!("preset:{}", preset.as_str())),
                 format!(
-                    "{risk_why}; preset {} ({whose}) denies {} risk and above",
-                    preset.as_str(),
+                    "{risk_why}; {whose} refuses {} risk and above",
                     risk_str(spec.deny_at.unwrap_or(risk))
                 ),
             )
@@ -594,8 +612,7 @@ impl PolicyConfig {
                 Verdict::Ask,
                 rule_id(format!("preset:{}", preset.as_str())),
                 format!(
-                    "{risk_why}; preset {} ({whose}) asks at {} and above",
-                    preset.as_str(),
+                    "{risk_why}; {whose} asks a person at {} risk and above",
                     risk_str(ask_at)
                 ),
             )
@@ -604,11 +621,8 @@ impl PolicyConfig {
                 Verdict::Ask,
                 format!("trust:{}", trust_str(tool.trust)),
                 format!(
-                    "`{}` is an {} tool (its source is {}); preset {} asks before running those",
-                    tool.name,
-                    trust_str(tool.trust),
-                    tool.source,
-                    preset.as_str()
+                    "{}; {whose} asks a person before running such tools",
+                    trust_words(tool)
                 ),
             )
         } else {
@@ -616,8 +630,7 @@ impl PolicyConfig {
                 Verdict::Allow,
                 rule_id(format!("preset:{}", preset.as_str())),
                 format!(
-                    "{risk_why}; preset {} ({whose}) asks only at {} and above",
-                    preset.as_str(),
+                    "{risk_why}; {whose} asks a person only at {} risk and above",
                     risk_str(ask_at)
                 ),
             )
@@ -650,24 +663,30 @@ impl PolicyConfig {
                 best = Some((rule, r));
             }
         }
+        let (base, base_why) = self.base_risk(tool, table_hit);
         if let Some((rule, r)) = best {
             // A rule with a reason says why in those words: the person
             // deciding reads "downloads and runs code", not the regex that
             // found it (the rule's id goes with the request as `rule`, and
-            // the effective policy shows its condition).
+            // the effective policy shows its condition). A rule that lowers
+            // the risk says from what, so its reason reads as the cause of
+            // the lowering, not of the risk that remains.
+            let level = if r < base {
+                format!("{} risk rather than {}", risk_str(r), risk_str(base))
+            } else {
+                format!("{} risk", risk_str(r))
+            };
             let why = match &rule.reason {
-                Some(reason) => format!("`{name}` is {} risk: {reason}", risk_str(r)),
+                Some(reason) => format!("`{name}` is {level}: {reason}"),
                 None => format!(
-                    "`{name}` is {} risk by rule {}: {}",
-                    risk_str(r),
+                    "`{name}` is {level} by rule {}: {}",
                     rule.id,
                     rule.describe()
                 ),
             };
             return (r, Some(rule), why);
         }
-        let (r, why) = self.base_risk(tool, table_hit);
-        (r, None, why)
+        (base, None, base_why)
     }
 
     /// The memoised [`NameFacts`] of `name`.
@@ -779,6 +798,28 @@ impl<'a> Tiers<'a> {
 /// The rules of one tier that name the tool, in file order.
 fn tier_rules<'a>((rules, naming): (&'a [Rule], &'a [usize])) -> impl Iterator<Item = &'a Rule> {
     naming.iter().filter_map(move |&i| rules.get(i))
+}
+
+/// Why a tool's trust makes a preset ask, in words: where its output
+/// comes from, not the trust level's name.
+fn trust_words(tool: &ToolDef) -> String {
+    match tool.trust {
+        Trust::Untrusted => format!(
+            "`{}` comes from {}, which is not trusted",
+            tool.name,
+            tool.source.words()
+        ),
+        _ => {
+            let from = match tool.source {
+                Source::Builtin => String::new(),
+                ref other => format!(" (from {})", other.words()),
+            };
+            format!(
+                "`{}`{from} brings in content from outside this machine, which may carry instructions aimed at the agent",
+                tool.name
+            )
+        }
+    }
 }
 
 fn trust_str(t: Trust) -> &'static str {

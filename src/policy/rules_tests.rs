@@ -87,7 +87,13 @@ fn rm_rf_is_critical_while_a_harmless_command_is_not() {
     let a = c.assess(&shell, &json!({"command": "ls -la src"}), &caller());
     assert_eq!((a.risk, a.verdict), (Risk::High, Verdict::Allow));
     assert_eq!(a.rule, "default:shell-simple");
-    assert!(a.reason.contains("single inert command"), "{}", a.reason);
+    // The reason reads as why the risk was lowered, not why it is high.
+    assert!(
+        a.reason
+            .starts_with("`shell_exec` is high risk rather than critical: a single inert command"),
+        "{}",
+        a.reason
+    );
     // git runs hooks, fsmonitor and aliases from a config the agent can
     // write: it keeps the tool's risk.
     let a = c.assess(&shell, &json!({"command": "git status"}), &caller());
@@ -204,7 +210,12 @@ fn external_and_untrusted_tools_ask_unless_the_preset_trusts_them() {
         (a.verdict, a.rule.as_str()),
         (Verdict::Ask, "trust:external")
     );
-    assert!(a.reason.contains("mcp:web"), "{}", a.reason);
+    assert_eq!(
+        a.reason,
+        "`search` (from the upstream server `web`) brings in content from outside this machine, \
+         which may carry instructions aimed at the agent; preset default asks a person before \
+         running such tools"
+    );
     let u = def("mail", json!({"type": "object"})).with_trust(Trust::Untrusted);
     assert_eq!(verdict(&c, &u, json!({})), Verdict::Ask);
     assert_eq!(
@@ -266,7 +277,12 @@ fn config_rules_set_risk_and_verdicts_with_readable_reasons() {
     let a = c.assess(&sh, &json!({"command": "make test"}), &caller());
     assert_eq!((a.risk, a.verdict), (Risk::Medium, Verdict::Allow));
     assert_eq!(a.rule, "policy.rules[0]");
-    assert!(a.reason.contains("builds are routine"), "{}", a.reason);
+    assert!(
+        a.reason
+            .starts_with("`shell_exec` is medium risk rather than critical: builds are routine;"),
+        "{}",
+        a.reason
+    );
     // A dangerous pattern in the same command still wins (highest risk),
     // even though the sloppy glob matches it too.
     let a = c.assess(&sh, &json!({"command": "make x; rm -rf ~"}), &caller());
@@ -287,7 +303,11 @@ fn config_rules_set_risk_and_verdicts_with_readable_reasons() {
         (a.verdict, a.rule.as_str()),
         (Verdict::Deny, "policy.rules[1]")
     );
-    assert!(a.reason.contains("`/srv/secret/**`"), "{}", a.reason);
+    // A reason is quoted after the rule, never glued into the sentence.
+    assert_eq!(
+        a.reason,
+        "rule policy.rules[1] refuses calls of `fs_*` where `/path` matches path `/srv/secret/**`"
+    );
     let a = c.assess(&tool("deploy", Risk::Low), &json!({}), &caller());
     assert_eq!(a.verdict, Verdict::Ask);
     assert_eq!(a.timeout, std::time::Duration::from_secs(600));
@@ -353,7 +373,8 @@ fn caller_profiles_pick_preset_and_rules_and_come_first() {
     assert_eq!(c.assess(&w, &args, &root).verdict, Verdict::Deny);
     let a = c.assess(&w, &args, &root);
     assert!(
-        a.reason.contains("read_only (policy.callers[1])"),
+        a.reason
+            .contains("preset read_only (caller profile policy.callers[1]) refuses"),
         "{}",
         a.reason
     );

@@ -130,6 +130,18 @@ impl Source {
     }
 }
 
+impl Source {
+    /// Where the tool comes from, in words: `the upstream server `web``.
+    pub fn words(&self) -> String {
+        match self {
+            Self::Builtin => "toolgate's built-in tools".to_owned(),
+            Self::Plugin(n) => format!("the plugin `{n}`"),
+            Self::Mcp(n) => format!("the upstream server `{n}`"),
+            Self::Agent(n) => format!("the agent `{n}`"),
+        }
+    }
+}
+
 impl fmt::Display for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (kind, name) = self.parts();

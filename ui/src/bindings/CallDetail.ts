@@ -26,6 +26,11 @@ verdict: string | null,
  */
 rule: string | null, 
 /**
+ * Who decided whether it ran, in a sentence: policy, a person's
+ * remembered rule (who made it, where and when), or a person asked.
+ */
+decided: string | null, 
+/**
  * What each stage did, in words: `[stage, note]`.
  */
 notes: Array<[string, string]>, 

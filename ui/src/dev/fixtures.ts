@@ -539,6 +539,14 @@ export function callDetail(c: CallSummary): CallDetail {
           : { query: 'breaker half_open', repo: 'toolgate/toolgate', api_key: '[redacted]' },
     verdict: c.error_kind === 'policy_denied' ? 'deny' : c.error_kind === 'denied' ? 'ask' : c.error_kind === 'invalid_args' ? null : 'allow',
     rule: c.tool === 'shell_exec' ? 'default:shell-simple' : 'preset:default',
+    decided:
+      c.error_kind === 'policy_denied'
+        ? 'Policy refused it.'
+        : c.error_kind === 'denied'
+          ? 'Policy asked a person (see the request below).'
+          : c.error_kind === 'invalid_args'
+            ? null
+            : 'Policy allowed it without asking.',
     notes: [
       ['validate', 'cast `max_results` from string "20" to integer 20'],
       ['policy', c.tool === 'shell_exec' ? 'allow: a simple read-only command (git status/diff/log, ls, …)' : 'allow: low risk under the default preset'],
