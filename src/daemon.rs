@@ -476,13 +476,19 @@ impl Daemon {
                 tracing::info!("config reloaded");
             }
         });
+        let engine = self.server.engine().clone();
         tokio::spawn(async move {
             while status.changed().await.is_ok() {
-                if let ReloadStatus::Rejected { error, .. } = &*status.borrow_and_update() {
-                    tracing::error!(
-                        "config edit rejected, the previous config stays in force: {error}"
-                    );
-                }
+                let problem = match &*status.borrow_and_update() {
+                    ReloadStatus::Rejected { error, .. } => {
+                        tracing::error!(
+                            "config edit rejected, the previous config stays in force: {error}"
+                        );
+                        Some(error.to_string())
+                    }
+                    ReloadStatus::Applied { .. } | ReloadStatus::Initial => None,
+                };
+                engine.set_config_problem(problem);
             }
         });
         self.watcher = Some(watcher);

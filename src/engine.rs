@@ -80,6 +80,7 @@ struct Inner {
     guards: Arc<GuardConfig>,
     next_id: AtomicU64,
     outputs: OnceLock<Arc<dyn OutputRecorder>>,
+    config_problem: arc_swap::ArcSwapOption<String>,
 }
 
 /// The governed tool engine. Cloning shares it.
@@ -174,6 +175,7 @@ impl EngineBuilder {
                 guards,
                 next_id: AtomicU64::new(1),
                 outputs: OnceLock::new(),
+                config_problem: arc_swap::ArcSwapOption::empty(),
             }),
         }
     }
@@ -263,6 +265,23 @@ impl Engine {
             self.inner.events.changed(crate::slices::Slice::Policy);
         }
         changed
+    }
+
+    /// Why the last edit of the config file was not applied (`None` once
+    /// an edit applies). The config watcher sets it; people see it in the
+    /// policy slice, since an edit that silently did nothing is the worst
+    /// outcome of editing a file by hand.
+    pub fn set_config_problem(&self, problem: Option<String>) {
+        let new = problem.map(Arc::new);
+        let old = self.inner.config_problem.swap(new.clone());
+        if old.as_deref() != new.as_deref() {
+            self.inner.events.changed(crate::slices::Slice::Policy);
+        }
+    }
+
+    /// See [`Self::set_config_problem`].
+    pub fn config_problem(&self) -> Option<Arc<String>> {
+        self.inner.config_problem.load_full()
     }
 
     /// The live policy; the config watcher calls `policy().swap(..)`.

@@ -885,3 +885,47 @@ async fn serve_prints_the_console_url_and_toolgate_console_mints_fresh_ones() {
     child.start_kill().unwrap();
     let _ = child.wait().await;
 }
+
+#[tokio::test]
+async fn a_rejected_config_edit_is_shown_until_an_edit_applies() {
+    let d = TestDaemon::start_watched("[policy]\npreset = \"default\"\n").await;
+    let c = client();
+    let origin = d.origin();
+    let h = cookie_headers(&login(&d).await, &origin);
+    let problem = |v: &Value| v["policy"]["config_problem"].clone();
+    let before = get_json(&c, format!("{origin}/api/state/policy"), &h).await;
+    assert_eq!(problem(&before), Value::Null, "{before}");
+
+    // A typo in an editor: rejected, and the console can say why.
+    std::fs::write(d.config_path(), "[policy]\npreset = \"defualt\"\n").unwrap();
+    let mut checks = d.checks.clone().expect("watched");
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    let shown = loop {
+        let v = get_json(&c, format!("{origin}/api/state/policy"), &h).await;
+        if let Some(p) = problem(&v).as_str() {
+            break p.to_owned();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the rejected edit never showed"
+        );
+        let _ = tokio::time::timeout_at(deadline, checks.changed()).await;
+    };
+    assert!(shown.contains("line 2"), "{shown}");
+    assert!(shown.contains("defualt"), "{shown}");
+
+    // The fix applies, and the problem is gone.
+    std::fs::write(d.config_path(), "[policy]\npreset = \"default\"\n# fixed\n").unwrap();
+    loop {
+        let v = get_json(&c, format!("{origin}/api/state/policy"), &h).await;
+        if problem(&v).is_null() {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the fixed edit never cleared the problem"
+        );
+        let _ = tokio::time::timeout_at(deadline, checks.changed()).await;
+    }
+    d.stop().await;
+}

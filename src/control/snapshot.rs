@@ -125,6 +125,7 @@ impl Control {
             denied_tools: filter.deny_patterns().to_vec(),
             rules_count: u64::try_from(policy.config.rules.len()).unwrap_or(u64::MAX),
             remembered_count: u64::try_from(remembered).unwrap_or(u64::MAX),
+            config_problem: self.engine().config_problem().map(|p| (*p).clone()),
         }
     }
 }

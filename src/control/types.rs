@@ -239,6 +239,10 @@ pub struct PolicySummary {
     pub rules_count: u64,
     /// Remembered decisions not revoked.
     pub remembered_count: u64,
+    /// Why the last edit of the config file was rejected (with the key
+    /// path and line); the previous config stays in force. `None` once an
+    /// edit applies.
+    pub config_problem: Option<String>,
 }
 
 /// One audited call, without its arguments or output.

@@ -1,7 +1,8 @@
 // @ts-check
 // The page never lies: every change of engine state reaches an open view
 // within a second, whatever made it (the config file edited in an editor,
-// the CLI, a second console window); a Policy save made from a stale view
+// the CLI, a second console window); a config edit the engine rejects is
+// shown until it is fixed; a Policy save made from a stale view
 // shows the conflict instead of overwriting; the Approvals inbox moves on
 // to the next waiting request and shows a new one at once; the approval
 // toast names the caller in words.
@@ -95,6 +96,23 @@ describe('the page never lies', { skip: skipUnlessReady(), timeout: 240_000 }, (
     await editConfig(`denied_tools = ["fs_write"]\n${POLICY}`);
     await toolRow(page, 'fs_write').getByText('Hidden by policy').waitFor({ timeout: WITHIN });
     await page.getByRole('button', { name: /^Hidden by policy\s*1$/ }).waitFor({ timeout: WITHIN });
+  });
+
+  test('a config edit the engine rejects is shown, and goes away once fixed', async () => {
+    await gotoView(page, '#/live', 'Live calls');
+    const banner = page.getByTestId('config-problem');
+    assert.equal(await banner.count(), 0);
+    const tmp = `${tg.configFile}.tmp`;
+    writeFileSync(tmp, `${POLICY}preset_typo = true\n[policy.nope]\n`);
+    renameSync(tmp, tg.configFile);
+    await banner.waitFor({ timeout: 10_000 });
+    const said = await banner.innerText();
+    assert.match(said, /Your last edit of the config file was not applied/);
+    assert.match(said, /line \d+/, said);
+    // The same policy as before the typo, so only the problem changes.
+    writeFileSync(tmp, `denied_tools = ["fs_write"]\n${POLICY}# fixed\n`);
+    renameSync(tmp, tg.configFile);
+    await banner.waitFor({ state: 'detached', timeout: 10_000 });
   });
 
   test('a tool’s first call puts its tile on the open Breakers view', async () => {

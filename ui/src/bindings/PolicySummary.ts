@@ -27,4 +27,10 @@ rules_count: number,
 /**
  * Remembered decisions not revoked.
  */
-remembered_count: number, };
+remembered_count: number, 
+/**
+ * Why the last edit of the config file was rejected (with the key
+ * path and line); the previous config stays in force. `None` once an
+ * edit applies.
+ */
+config_problem: string | null, };
