@@ -18,24 +18,26 @@ pub(crate) async fn approve(
     always: Option<&str>,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let mut c = control_client(cli).await?;
-    let r = c
-        .request("toolgate/approve", json!({"id": id, "always": always}))
-        .await?;
-    let mut out = std::io::stdout().lock();
-    if json {
-        return print_json(&mut out, &r);
-    }
-    writeln!(out, "Approved request #{id} ({}).", request_subject(&r))?;
-    if let Some(rule) = r.get("rule").filter(|v| v.is_object()) {
-        writeln!(out, "Remembered as {}.", rule_line(rule))?;
-        writeln!(
-            out,
-            "Revoke it with `toolgate rules --rm {}`.",
-            rule["id"].as_i64().unwrap_or_default()
-        )?;
-    }
-    Ok(ExitCode::SUCCESS)
+    let params = json!({"id": id, "always": always});
+    answer(
+        cli,
+        "toolgate/approve",
+        params,
+        json.then_some(""),
+        |out, r| {
+            writeln!(out, "Approved request #{id} ({}).", request_subject(r))?;
+            if let Some(rule) = r.get("rule").filter(|v| v.is_object()) {
+                writeln!(out, "Remembered as {}.", rule_line(rule))?;
+                writeln!(
+                    out,
+                    "Revoke it with `toolgate rules --rm {}`.",
+                    rule["id"].as_i64().unwrap_or_default()
+                )?;
+            }
+            Ok(())
+        },
+    )
+    .await
 }
 
 /// `toolgate deny ID [--reason TEXT]`.
@@ -45,54 +47,70 @@ pub(crate) async fn deny(
     reason: Option<&str>,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let mut c = control_client(cli).await?;
-    let r = c
-        .request("toolgate/deny", json!({"id": id, "reason": reason}))
-        .await?;
-    let mut out = std::io::stdout().lock();
-    if json {
-        return print_json(&mut out, &r);
-    }
-    writeln!(out, "Denied request #{id} ({}).", request_subject(&r))?;
-    match reason {
-        Some(why) => writeln!(out, "The agent is told: {why}")?,
-        None => writeln!(out, "The agent is told that a person denied the call.")?,
-    }
-    Ok(ExitCode::SUCCESS)
+    let params = json!({"id": id, "reason": reason});
+    answer(
+        cli,
+        "toolgate/deny",
+        params,
+        json.then_some(""),
+        |out, r| {
+            writeln!(out, "Denied request #{id} ({}).", request_subject(r))?;
+            match reason {
+                Some(why) => writeln!(out, "The agent is told: {why}"),
+                None => writeln!(out, "The agent is told that a person denied the call."),
+            }
+        },
+    )
+    .await
 }
 
 /// `toolgate rules`: every remembered rule with the id `--rm` takes.
 pub(crate) async fn rules(cli: &Cli, json: bool) -> anyhow::Result<ExitCode> {
-    let mut c = control_client(cli).await?;
-    let r = c.request("toolgate/rules", json!({})).await?;
-    let mut out = std::io::stdout().lock();
-    if json {
-        return print_json(&mut out, &r["rules"]);
-    }
-    let rules = r["rules"].as_array().map(Vec::as_slice).unwrap_or_default();
-    if rules.is_empty() {
-        writeln!(
-            out,
-            "No remembered rules. \"Approve & always…\" in the console or `toolgate approve ID --always SCOPE` makes one."
-        )?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    for view in rules {
-        write_rule_view(&mut out, view)?;
-    }
-    writeln!(out, "Revoke one with `toolgate rules --rm ID`.")?;
-    Ok(ExitCode::SUCCESS)
+    answer(cli, "toolgate/rules", json!({}), json.then_some("rules"), |out, r| {
+        let rules = r["rules"].as_array().map(Vec::as_slice).unwrap_or_default();
+        if rules.is_empty() {
+            return writeln!(
+                out,
+                "No remembered rules. \"Approve & always…\" in the console or `toolgate approve ID --always SCOPE` makes one."
+            );
+        }
+        for view in rules {
+            write_rule_view(out, view)?;
+        }
+        writeln!(out, "Revoke one with `toolgate rules --rm ID`.")
+    })
+    .await
 }
 
 /// `toolgate rules --rm ID`.
 pub(crate) async fn revoke(cli: &Cli, id: i64, json: bool) -> anyhow::Result<ExitCode> {
+    answer(
+        cli,
+        "toolgate/rules/rm",
+        json!({"id": id}),
+        json.then_some(""),
+        |out, r| writeln!(out, "Revoked {}.", rule_line(r)),
+    )
+    .await
+}
+
+/// Sends one control request and prints its answer: with `--json` the
+/// answer's field `json_key` (`""`: all of it), else the words `say` writes.
+async fn answer(
+    cli: &Cli,
+    method: &str,
+    params: Value,
+    json_key: Option<&str>,
+    say: impl FnOnce(&mut std::io::StdoutLock<'static>, &Value) -> std::io::Result<()>,
+) -> anyhow::Result<ExitCode> {
     let mut c = control_client(cli).await?;
-    let r = c.request("toolgate/rules/rm", json!({"id": id})).await?;
+    let r = c.request(method, params).await?;
     let mut out = std::io::stdout().lock();
-    if json {
-        return print_json(&mut out, &r);
+    match json_key {
+        Some("") => return print_json(&mut out, &r),
+        Some(key) => return print_json(&mut out, &r[key]),
+        None => say(&mut out, &r)?,
     }
-    writeln!(out, "Revoked {}.", rule_line(&r))?;
     Ok(ExitCode::SUCCESS)
 }
 
