@@ -21,6 +21,8 @@ import type { ConnStatus } from './stream';
 export interface Offline {
   /** Where a countdown would be: what is known of the request. */
   state: string;
+  /** Why it is unknown, short (under the detail's "Unknown"). */
+  why: string;
   /** Beside the disabled buttons, and their tooltip. */
   reason: string;
 }
@@ -36,11 +38,13 @@ export function offline(conn: ConnStatus, loaded: boolean): Offline | null {
   if (conn.kind === 'signed_out') {
     return {
       state: 'Unknown: this browser is signed out',
+      why: 'this browser is signed out',
       reason: 'This browser is no longer signed in to the console, so it cannot decide. Run `toolgate console` for a fresh sign-in link.',
     };
   }
   return {
     state: 'Unknown: the console lost the engine',
+    why: 'the console lost the engine',
     reason: 'The console lost the engine: this request may have been decided, cancelled or timed out meanwhile. Approve and Deny come back when it answers again.',
   };
 }

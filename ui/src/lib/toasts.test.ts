@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { MAX_TOASTS, Toasts } from './toasts.svelte';
+import { MAX_TOASTS, Toasts, keepToastsAbove } from './toasts.svelte';
 
 describe('toasts', () => {
   beforeEach(() => {
@@ -45,5 +45,18 @@ describe('toasts', () => {
     t.upsert({ key: 'n', tone: 'warn', title: '3' }, 10_000, () => closed++);
     t.dismiss('n');
     expect(closed).toBe(1);
+  });
+
+  it('sits above marked buttons while they are shown, and back in the corner after', () => {
+    const t = new Toasts();
+    const bar = document.createElement('div');
+    document.body.append(bar);
+    bar.getBoundingClientRect = () => ({ top: 820, bottom: 900, left: 0, right: 800, width: 800, height: 80, x: 0, y: 820, toJSON: () => ({}) });
+    Object.defineProperty(window, 'innerHeight', { configurable: true, value: 900 });
+    const mark = keepToastsAbove(bar, t);
+    expect(t.bottom).toBe(900 - 820 + 12);
+    mark.destroy();
+    expect(t.bottom).toBe(16);
+    bar.remove();
   });
 });
