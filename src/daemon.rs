@@ -752,3 +752,27 @@ fn follow_events(engine: &crate::Engine, audit: &AuditLog) -> EventFollower {
     });
     EventFollower { stop, task }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn port_zero_takes_the_last_port_back_and_another_only_when_it_is_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = bind_http(0, dir.path()).await.unwrap();
+        let port = first.addr().port();
+        crate::last_port::write(dir.path(), port);
+        drop(first);
+        let again = bind_http(0, dir.path()).await.unwrap();
+        assert_eq!(again.addr().port(), port, "the remembered port, free again");
+
+        // Held by someone else: a free port instead, not an error.
+        let elsewhere = bind_http(0, dir.path()).await.unwrap();
+        assert_ne!(elsewhere.addr().port(), port);
+
+        // An explicit port is that port or the bind error.
+        let explicit = bind_http(port, dir.path()).await.unwrap_err();
+        assert_eq!(explicit.kind(), std::io::ErrorKind::AddrInUse);
+    }
+}
