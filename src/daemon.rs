@@ -91,8 +91,10 @@ pub struct ServeOptions {
     pub data_dir: PathBuf,
     /// How long audit rows are kept.
     pub retention: Duration,
-    /// Port of the localhost streamable-HTTP endpoint: `Some(0)` picks a
-    /// free one, `None` turns the endpoint off.
+    /// Port of the localhost streamable-HTTP endpoint (and the console):
+    /// `Some(0)` takes the port this data dir's engine used last
+    /// ([`crate::last_port`]) when it is free, else a free one; `None`
+    /// turns the endpoint off.
     pub http_port: Option<u16>,
     /// Who hosts the engine (`toolgate serve` or the desktop app), shown
     /// in the console's header.
@@ -340,13 +342,16 @@ impl Daemon {
                     source,
                 })?;
         let http = match opts.http_port {
-            Some(port) => Some(start_http(port, &opts.http_file()).await?),
+            Some(port) => Some(start_http(port, &opts.data_dir, &opts.http_file()).await?),
             None => None,
         };
         let console_token = opts.console_token_file();
         let console = match &http {
             Some((endpoint, _, _)) => {
-                let auth = ConsoleAuth::new(format!("http://{}", endpoint.addr()));
+                let auth = ConsoleAuth::persistent_or_fresh(
+                    format!("http://{}", endpoint.addr()),
+                    console::sessions::file(&opts.data_dir),
+                );
                 write_secret(&console_token, auth.bearer()).map_err(|source| {
                     DaemonError::Http {
                         path: console_token.clone(),
@@ -666,18 +671,43 @@ fn write_secret(path: &std::path::Path, secret: &str) -> std::io::Result<()> {
 /// Binds the HTTP endpoint and writes its URL and token to `file` (0600).
 async fn start_http(
     port: u16,
+    data_dir: &std::path::Path,
     file: &std::path::Path,
 ) -> Result<(HttpEndpoint, String, PathBuf), DaemonError> {
     let io = |source| DaemonError::Http {
         path: file.to_owned(),
         source,
     };
-    let endpoint = HttpEndpoint::bind(port).await.map_err(io)?;
+    let endpoint = bind_http(port, data_dir).await.map_err(io)?;
+    crate::last_port::write(data_dir, endpoint.addr().port());
     let token = new_token();
     let body =
         serde_json::json!({"url": format!("http://{}/mcp", endpoint.addr()), "token": token});
     write_secret(file, &body.to_string()).map_err(io)?;
     Ok((endpoint, token, file.to_owned()))
+}
+
+/// Binds `port`; for `0`, the port this data dir's engine used last when
+/// it is free, else any free one, saying so: open console tabs are on the
+/// old origin and will not find this engine.
+async fn bind_http(port: u16, data_dir: &std::path::Path) -> std::io::Result<HttpEndpoint> {
+    let last = match port {
+        0 => crate::last_port::read(data_dir),
+        _ => return HttpEndpoint::bind(port).await,
+    };
+    let Some(last) = last else {
+        return HttpEndpoint::bind(0).await;
+    };
+    let refused = match HttpEndpoint::bind(last).await {
+        Ok(endpoint) => return Ok(endpoint),
+        Err(e) => e,
+    };
+    let endpoint = HttpEndpoint::bind(0).await?;
+    tracing::warn!(
+        "port {last}, where this engine served last, is not available ({refused}); serving on port {} instead. Console tabs still open on the old port will not find it: run `toolgate console`",
+        endpoint.addr().port()
+    );
+    Ok(endpoint)
 }
 
 /// The task that records the engine events that matter after the fact
@@ -727,4 +757,28 @@ fn follow_events(engine: &crate::Engine, audit: &AuditLog) -> EventFollower {
         }
     });
     EventFollower { stop, task }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn port_zero_takes_the_last_port_back_and_another_only_when_it_is_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = bind_http(0, dir.path()).await.unwrap();
+        let port = first.addr().port();
+        crate::last_port::write(dir.path(), port);
+        drop(first);
+        let again = bind_http(0, dir.path()).await.unwrap();
+        assert_eq!(again.addr().port(), port, "the remembered port, free again");
+
+        // Held by someone else: a free port instead, not an error.
+        let elsewhere = bind_http(0, dir.path()).await.unwrap();
+        assert_ne!(elsewhere.addr().port(), port);
+
+        // An explicit port is that port or the bind error.
+        let explicit = bind_http(port, dir.path()).await.unwrap_err();
+        assert_eq!(explicit.kind(), std::io::ErrorKind::AddrInUse);
+    }
 }

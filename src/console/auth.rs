@@ -6,8 +6,10 @@
 //!   `toolgate console` asks the control socket for a fresh one. A browser
 //!   trades it at `GET /login?t=` for a session cookie.
 //! - **Sessions**: a random 256-bit id in an `HttpOnly; SameSite=Strict`
-//!   cookie, valid while the engine runs. At most [`MAX_SESSIONS`] are
-//!   kept; the oldest is forgotten first.
+//!   cookie. At most [`MAX_SESSIONS`] are kept; the oldest is forgotten
+//!   first. The daemon keeps their digests in the data dir
+//!   ([`super::sessions`]), so an open tab stays signed in across an
+//!   engine restart.
 //! - **A bearer token** for non-browser clients (the desktop shell,
 //!   scripts), written `0600` to `console.token` in the data dir.
 //!
@@ -17,12 +19,14 @@
 //! is compared in constant time. None of them is ever logged.
 
 use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
+use super::sessions::{self, SessionsError};
 use crate::control::socket::LoginLinks;
 use crate::local_http::new_token;
 use crate::wire::Surface;
@@ -54,6 +58,8 @@ pub struct ConsoleAuth {
     origin: Arc<str>,
     bearer: Arc<str>,
     state: Arc<Mutex<State>>,
+    /// Where the sessions are kept across restarts; `None`: memory only.
+    file: Option<Arc<Path>>,
 }
 
 impl std::fmt::Debug for ConsoleAuth {
@@ -78,6 +84,45 @@ impl ConsoleAuth {
             origin: origin.into().into(),
             bearer: new_token().into(),
             state: Arc::default(),
+            file: None,
+        }
+    }
+
+    /// [`Self::new`] with the sessions kept in `file`
+    /// ([`super::sessions`]): the sessions a previous engine of this data
+    /// dir kept are live again, and every new one is written there.
+    ///
+    /// # Errors
+    /// The file cannot be read or is not a sessions file; see
+    /// [`Self::persistent_or_fresh`] for the daemon's way of starting anyway.
+    pub fn persistent(origin: impl Into<String>, file: PathBuf) -> Result<Self, SessionsError> {
+        let mut kept: VecDeque<_> = sessions::load(&file)?.into();
+        while kept.len() > MAX_SESSIONS {
+            kept.pop_front();
+        }
+        let auth = Self {
+            file: Some(file.into()),
+            ..Self::new(origin)
+        };
+        auth.state().sessions = kept;
+        Ok(auth)
+    }
+
+    /// [`Self::persistent`], or with no sessions when the file cannot be
+    /// read: a bad sessions file costs open tabs a fresh sign-in, never the
+    /// engine's start. The warning names the file and what is wrong; the
+    /// next sign-in replaces it.
+    pub fn persistent_or_fresh(origin: impl Into<String>, file: PathBuf) -> Self {
+        let origin = origin.into();
+        match Self::persistent(origin.clone(), file.clone()) {
+            Ok(auth) => auth,
+            Err(e) => {
+                tracing::warn!("{e}; starting with no console sessions");
+                Self {
+                    file: Some(file.into()),
+                    ..Self::new(origin)
+                }
+            }
         }
     }
 
@@ -134,6 +179,11 @@ impl ConsoleAuth {
             st.sessions.pop_front();
         }
         st.sessions.push_back((digest(&session), surface));
+        if let Some(file) = &self.file
+            && let Err(e) = sessions::save(file, &st.sessions)
+        {
+            tracing::warn!("{e}; this session ends when the engine stops");
+        }
         Some(session)
     }
 
@@ -220,6 +270,80 @@ mod tests {
             ConsoleAuth::new("x").bearer(),
             auth.bearer(),
             "fresh per launch"
+        );
+    }
+
+    #[test]
+    fn a_session_outlives_the_engine_that_minted_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = sessions::file(dir.path());
+        let t0 = Instant::now();
+        let before = ConsoleAuth::persistent("http://127.0.0.1:1", file.clone()).unwrap();
+        let tab = before.redeem_at(&before.mint_at(t0), t0).unwrap();
+        let window = before.mint_for_at(Surface::DesktopWindow, t0);
+        let window = before.redeem_at(&window, t0).unwrap();
+
+        let after = ConsoleAuth::persistent("http://127.0.0.1:1", file.clone()).unwrap();
+        assert_eq!(after.surface_of(&tab), Some(Surface::Browser));
+        assert_eq!(after.surface_of(&window), Some(Surface::DesktopWindow));
+        assert!(!after.has_session("made-up"));
+        assert_ne!(
+            after.bearer(),
+            before.bearer(),
+            "the bearer token stays per launch"
+        );
+
+        let body = std::fs::read_to_string(&file).unwrap();
+        assert!(!body.contains(&tab), "only digests are written");
+        assert!(body.contains(&hex::encode(digest(&tab))));
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+
+    #[test]
+    fn the_session_cap_holds_across_restarts() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = sessions::file(dir.path());
+        let t0 = Instant::now();
+        let auth = ConsoleAuth::persistent("http://127.0.0.1:1", file.clone()).unwrap();
+        let first = auth.redeem_at(&auth.mint_at(t0), t0).unwrap();
+        let mut last = String::new();
+        for _ in 0..MAX_SESSIONS {
+            last = auth.redeem_at(&auth.mint_at(t0), t0).unwrap();
+        }
+        let again = ConsoleAuth::persistent("http://127.0.0.1:1", file).unwrap();
+        assert!(!again.has_session(&first));
+        assert!(again.has_session(&last));
+        assert_eq!(again.state().sessions.len(), MAX_SESSIONS);
+    }
+
+    #[test]
+    fn a_corrupt_sessions_file_is_a_clear_error_and_the_daemon_starts_fresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = sessions::file(dir.path());
+        for body in [
+            &b"not json"[..],
+            br#"{"version":1,"sessions":[{"digest":"zz","surface":"browser"}]}"#,
+            br#"{"version":9,"sessions":[]}"#,
+            br#"{"version":1,"sessions":[{"digest":"00","surface":"toaster"}]}"#,
+        ] {
+            std::fs::write(&file, body).unwrap();
+            let e = ConsoleAuth::persistent("http://127.0.0.1:1", file.clone()).unwrap_err();
+            let message = e.to_string();
+            assert!(
+                message.contains("console-sessions.json is unreadable")
+                    && message.contains("toolgate console"),
+                "{message}"
+            );
+        }
+        let auth = ConsoleAuth::persistent_or_fresh("http://127.0.0.1:1", file.clone());
+        let t0 = Instant::now();
+        let session = auth.redeem_at(&auth.mint_at(t0), t0).unwrap();
+        let again = ConsoleAuth::persistent("http://127.0.0.1:1", file).unwrap();
+        assert!(
+            again.has_session(&session),
+            "the next sign-in replaced the bad file"
         );
     }
 }

@@ -132,7 +132,7 @@ fn actor(g: &Gate, headers: &HeaderMap) -> Result<Actor, (Code, &'static str)> {
         }),
         Some(_) => Err((
             Code::Unauthorized,
-            "this console session is no longer valid (the engine restarted?); run `toolgate console` for a fresh link",
+            "this console session is no longer valid (newer sign-ins pushed it out, or the engine's sessions were cleared); run `toolgate console` for a fresh link",
         )),
         None => Err((
             Code::Unauthorized,

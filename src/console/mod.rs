@@ -5,6 +5,8 @@
 //!
 //! - [`auth`]: one-time login links, session cookies and the console
 //!   bearer token; the console role never accepts the agents' token.
+//!   [`sessions`]: the sessions' digests on disk, so a tab stays signed in
+//!   across an engine restart.
 //! - [`guard`]: Host/Origin checks, authentication and security headers.
 //! - [`routes`]: the JSON API (`/api/...`), the SSE event stream and the
 //!   login exchange; [`assets`]: the web UI.
@@ -24,6 +26,7 @@ mod control_api;
 pub mod error;
 mod guard;
 mod routes;
+pub mod sessions;
 
 use std::sync::Arc;
 

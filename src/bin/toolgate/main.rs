@@ -58,7 +58,9 @@ struct Cli {
 enum Command {
     /// Run the headless daemon: engine, audit log, agent socket, localhost HTTP.
     Serve {
-        /// Port of the localhost MCP-over-HTTP endpoint (0 = pick a free one).
+        /// Port of the localhost MCP-over-HTTP endpoint and the console
+        /// (0 = the port this data dir's engine used last if it is free,
+        /// else a free one).
         #[arg(long, default_value_t = 0)]
         http_port: u16,
         /// Do not serve MCP over HTTP (nor the console).

@@ -124,7 +124,20 @@ export class Toolgate {
       ...(process.env.CI ? { CI: process.env.CI } : {}),
       ...env,
     };
+    await this.#launch(args);
+    this.loginUrl = await this.freshLoginUrl();
+  }
+
+  /**
+   * Spawns `toolgate serve` on this daemon's dirs and waits for its console
+   * line.
+   * @param {string[]} args extra `serve` arguments
+   */
+  async #launch(args) {
+    const bin = toolgateBin();
     const ui = process.env.TOOLGATE_UI_DIR ? ['--ui-dir', process.env.TOOLGATE_UI_DIR] : [];
+    this.stdout = '';
+    this.exitCode = null;
     this.proc = spawn(bin, [...this.#globals(), 'serve', '--http-port', '0', ...ui, ...args], {
       env: this.env,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -165,7 +178,23 @@ export class Toolgate {
       }),
       30_000,
     );
-    this.loginUrl = await this.freshLoginUrl();
+  }
+
+  /** Stops the daemon with SIGTERM and waits for it to exit, keeping its dirs for {@link Toolgate.restart}. */
+  async halt() {
+    if (this.exitCode !== null || !this.proc) return;
+    this.proc.kill('SIGTERM');
+    await within('toolgate serve to exit after SIGTERM', this.exited, 10_000);
+  }
+
+  /**
+   * Starts `toolgate serve` again on the same HOME, data dir, config and
+   * sockets, after {@link Toolgate.halt}; `origin` is where it listens now.
+   * @param {string[]} [args] extra `serve` arguments
+   */
+  async restart(args = []) {
+    if (this.exitCode === null) throw new Error('restart() needs the daemon stopped first (halt())');
+    await this.#launch(args);
   }
 
   /** @type {Record<string, string>} */

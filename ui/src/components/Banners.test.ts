@@ -4,6 +4,8 @@ import Banners from './Banners.svelte';
 import { snapshot } from '../dev/fixtures';
 import { fakeEngine, testStore } from '../test/harness';
 import type { BarrierStatus } from '../lib/api/types';
+import { clock } from '../lib/clock.svelte';
+import { LOST_HINT_MS } from '../lib/stream';
 
 function shown(barrier: BarrierStatus) {
   fakeEngine();
@@ -44,5 +46,30 @@ describe('the barrier banner', () => {
       refuses_shell: false,
     });
     expect(screen.getByTestId('barrier-banner')).toHaveClass('warn');
+  });
+});
+
+describe('the connection banner', () => {
+  function offline(since_ms: number) {
+    fakeEngine();
+    const t = testStore();
+    t.store.reset(snapshot(), 'initial');
+    const now = clock.now;
+    t.store.status({ kind: 'retrying', attempt: 3, retry_at_ms: now + 2_000, since_ms, reason: 'Nothing answers at its address.' });
+    render(Banners, { context: t.context });
+  }
+
+  it('says it retries soon, and nothing about ports while the loss is fresh', () => {
+    offline(clock.now - 5_000);
+    expect(screen.getByRole('alert')).toHaveTextContent("Can't reach the toolgate engine. Nothing answers at its address. Retrying in 2 s.");
+    expect(screen.queryByTestId('lost-hint')).toBeNull();
+  });
+
+  it('names the command to run, as code, once tries have failed for a while', () => {
+    offline(clock.now - LOST_HINT_MS - 5_000);
+    const hint = screen.getByTestId('lost-hint');
+    expect(hint).toHaveTextContent('No answer for 35 s. If the engine was restarted on another port, run toolgate console to open the console where it runs now');
+    expect(hint.querySelector('code')?.textContent).toBe('toolgate console');
+    expect(hint.textContent).not.toContain('`');
   });
 });

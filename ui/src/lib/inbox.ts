@@ -10,8 +10,44 @@
  *   until the person moves or a new request arrives: the selection does not
  *   jump under a reader.
  * - Keys act only on a waiting request.
+ * - While the console has lost the engine, nothing is known about a waiting
+ *   request (it may have been decided, cancelled or timed out meanwhile):
+ *   it shows as unknown and neither buttons nor keys act on it.
  */
 import { soonest } from './countdown';
+import type { ConnStatus } from './stream';
+
+/** Why waiting requests cannot be decided from this window right now; null while the stream is live. */
+export interface Offline {
+  /** Where a countdown would be: what is known of the request. */
+  state: string;
+  /** Why it is unknown, short (under the detail's "Unknown"). */
+  why: string;
+  /** Beside the disabled buttons, and their tooltip. */
+  reason: string;
+}
+
+/**
+ * What the page says of waiting requests while the engine is lost or has
+ * signed this browser out (shown data only). `connecting` with data shown is
+ * the moment between a fresh snapshot and its stream opening: that data is
+ * current.
+ */
+export function offline(conn: ConnStatus, loaded: boolean): Offline | null {
+  if (!loaded || conn.kind === 'live' || conn.kind === 'connecting') return null;
+  if (conn.kind === 'signed_out') {
+    return {
+      state: 'Unknown: this browser is signed out',
+      why: 'this browser is signed out',
+      reason: 'This browser is no longer signed in to the console, so it cannot decide. Run `toolgate console` for a fresh sign-in link.',
+    };
+  }
+  return {
+    state: 'Unknown: the console lost the engine',
+    why: 'the console lost the engine',
+    reason: 'The console lost the engine: this request may have been decided, cancelled or timed out meanwhile. Approve and Deny come back when it answers again.',
+  };
+}
 
 export interface InboxItem {
   id: number;

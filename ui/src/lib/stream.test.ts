@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Stream, backoffMs, decide, parseEnvelope, type ConnStatus, type EventSourceLike, type ResetReason, type StreamDeps } from './stream';
+import { LOST_HINT_MS, Stream, backoffMs, decide, lostLong, parseEnvelope, type ConnStatus, type EventSourceLike, type ResetReason, type StreamDeps } from './stream';
 import type { Envelope, Snapshot } from './api/types';
 import { snapshot as fixtureSnapshot } from '../dev/fixtures';
 import { ApiError } from './api/client';
@@ -25,7 +25,7 @@ function env(seq: number): Envelope {
   return { seq, ts_ms: 1000 + seq, event: { type: 'policy_reloaded', version: seq } };
 }
 
-function harness(snaps: (Snapshot | Error)[]) {
+function harness(snaps: (Snapshot | Error)[], clock = { now: 10_000 }) {
   const sources: FakeES[] = [];
   const timers: { fn: () => void; ms: number }[] = [];
   const resets: { seq: number; why: ResetReason }[] = [];
@@ -49,7 +49,7 @@ function harness(snaps: (Snapshot | Error)[]) {
       return timers.length;
     },
     clearTimer: () => {},
-    now: () => 10_000,
+    now: () => clock.now,
   };
   const stream = new Stream(
     {
@@ -79,8 +79,8 @@ describe('seq decisions', () => {
     expect(parseEnvelope('{"seq":1,"ts_ms":1}')).toBeNull();
   });
 
-  it('backs off from 0.5 s doubling to a 15 s cap', () => {
-    expect([1, 2, 3, 4, 5, 6, 7, 20].map(backoffMs)).toEqual([500, 1000, 2000, 4000, 8000, 15000, 15000, 15000]);
+  it('backs off from 0.5 s doubling to a 3 s cap: the engine is local and a person waits', () => {
+    expect([1, 2, 3, 4, 5, 20].map(backoffMs)).toEqual([500, 1000, 2000, 3000, 3000, 3000]);
   });
 });
 
@@ -136,7 +136,7 @@ describe('Stream', () => {
     await flush();
     h.sources[0]?.send('message', env(11));
     h.sources[0]?.onerror?.({});
-    expect(h.statuses.at(-1)).toEqual({ kind: 'retrying', attempt: 1, retry_at_ms: 10_500, reason: 'The connection to the engine dropped.' });
+    expect(h.statuses.at(-1)).toEqual({ kind: 'retrying', attempt: 1, retry_at_ms: 10_500, since_ms: 10_000, reason: 'The connection to the engine dropped.' });
     expect(h.timers[0]?.ms).toBe(500);
     h.timers[0]?.fn();
     await flush();
@@ -174,6 +174,38 @@ describe('Stream', () => {
     expect(h.resets).toEqual([{ seq: 7, why: 'initial' }]);
     h.sources[0]?.onopen?.({});
     expect(h.statuses.at(-1)).toEqual({ kind: 'live' });
+  });
+
+  it('keeps saying it is retrying while a try is under way, and says when the engine was lost', async () => {
+    const clock = { now: 10_000 };
+    const down = new Error('Nothing answers.');
+    const snap = { ...fixtureSnapshot(), seq: 4 };
+    const h = harness([snap, down, down, snap], clock);
+    h.stream.start();
+    await flush();
+    h.sources[0]?.onopen?.({});
+    clock.now = 20_000;
+    h.sources[0]?.onerror?.({});
+    expect(lostLong(h.statuses.at(-1)!, clock.now)).toBe(false);
+    clock.now = 20_500;
+    h.timers.at(-1)?.fn();
+    // The try itself: no flicker back to "connecting", the banner stays.
+    expect(h.statuses.at(-1)).toEqual({ kind: 'retrying', attempt: 1, retry_at_ms: 20_500, since_ms: 20_000, reason: 'The connection to the engine dropped.' });
+    await flush();
+    expect(h.statuses.at(-1)).toMatchObject({ kind: 'retrying', attempt: 2, since_ms: 20_000, reason: down.message });
+    clock.now = 20_000 + LOST_HINT_MS;
+    expect(lostLong(h.statuses.at(-1)!, clock.now)).toBe(true);
+    h.timers.at(-1)?.fn();
+    await flush();
+    h.timers.at(-1)?.fn();
+    await flush();
+    h.sources.at(-1)?.onopen?.({});
+    expect(h.statuses.at(-1)).toEqual({ kind: 'live' });
+    // A later drop starts a new streak.
+    clock.now = 90_000;
+    h.sources.at(-1)?.onerror?.({});
+    expect(h.statuses.at(-1)).toMatchObject({ kind: 'retrying', attempt: 1, since_ms: 90_000 });
+    expect(lostLong(h.statuses.at(-1)!, clock.now)).toBe(false);
   });
 
   it('stops cleanly: no further callbacks act', async () => {

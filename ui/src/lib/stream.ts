@@ -8,10 +8,15 @@
  * - `event: reload` (the engine's ring no longer holds our position, or we
  *   fell behind): reload.
  * - A dropped connection: the store is marked stale (kept, greyed) and we
- *   retry with backoff. Each retry first fetches the snapshot, which both
- *   checks the engine answers and tells whether it is still the same engine
- *   process (a restarted engine numbers its events from 1 again, so its
- *   snapshot replaces ours instead of resuming from our seq).
+ *   retry with a short backoff (the engine is on this machine and a person
+ *   waits at the screen: a few seconds at most between tries). Each retry
+ *   first fetches the snapshot, which both checks the engine answers and
+ *   tells whether it is still the same engine process (a restarted engine
+ *   numbers its events from 1 again, so its snapshot replaces ours instead
+ *   of resuming from our seq). A restarted engine comes back on the same
+ *   port and keeps the console's sessions, so the tab finds it by itself;
+ *   when tries keep failing for `LOST_HINT_MS`, the status says so and the
+ *   banner tells the person what to run.
  *
  * Everything that touches the outside (EventSource, fetch, timers, clock) is
  * injected, so the whole state machine is unit-tested without a browser.
@@ -23,7 +28,12 @@ import { ApiError } from './api/client';
 export type ConnStatus =
   | { kind: 'connecting' }
   | { kind: 'live' }
-  | { kind: 'retrying'; attempt: number; retry_at_ms: number; reason: string }
+  /**
+   * The engine did not answer. `retry_at_ms` is when the next try starts (at
+   * or before now: a try is under way); `since_ms` is when the connection
+   * was lost, for "still nothing after 30 s".
+   */
+  | { kind: 'retrying'; attempt: number; retry_at_ms: number; since_ms: number; reason: string }
   /** The engine answers but this browser has no console session (401): retrying cannot help, a fresh login link can. */
   | { kind: 'signed_out'; reason: string };
 
@@ -53,9 +63,23 @@ export interface StreamDeps {
   now(): number;
 }
 
-/** Backoff before retry `attempt` (1-based): 0.5 s doubling to a 15 s cap. */
+/** The longest wait between tries: the engine is local, a person is waiting. */
+export const MAX_BACKOFF_MS = 3_000;
+
+/**
+ * How long tries may fail before the console says the engine may be
+ * elsewhere (stopped, or started on another port) and what to run.
+ */
+export const LOST_HINT_MS = 30_000;
+
+/** Backoff before retry `attempt` (1-based): 0.5 s doubling to a 3 s cap. */
 export function backoffMs(attempt: number): number {
-  return Math.min(15_000, 500 * 2 ** Math.max(0, attempt - 1));
+  return Math.min(MAX_BACKOFF_MS, 500 * 2 ** Math.max(0, attempt - 1));
+}
+
+/** Whether the engine has been unreachable long enough to tell the person what to run. */
+export function lostLong(s: ConnStatus, now: number): boolean {
+  return s.kind === 'retrying' && now - s.since_ms >= LOST_HINT_MS;
 }
 
 /** What to do with one envelope, given the last seq applied. */
@@ -90,6 +114,9 @@ export class Stream {
   private source: EventSourceLike | null = null;
   private timer: unknown = null;
   private attempt = 0;
+  /** When the connection was lost, while tries fail; null while live. */
+  private lostSince: number | null = null;
+  private lastReason = '';
   private stopped = true;
   /** Bumped on every (re)connect so late callbacks of an old one do nothing. */
   private generation = 0;
@@ -162,7 +189,7 @@ export class Stream {
   private async reconnect(): Promise<void> {
     const gen = ++this.generation;
     this.closeSource();
-    this.sink.status({ kind: 'connecting' });
+    this.sink.status(this.trying());
     let snap: Snapshot;
     try {
       snap = await this.deps.snapshot();
@@ -183,6 +210,7 @@ export class Stream {
     es.onopen = () => {
       if (gen !== this.generation) return;
       this.attempt = 0;
+      this.lostSince = null;
       this.sink.status({ kind: 'live' });
     };
     es.onerror = () => {
@@ -215,17 +243,28 @@ export class Stream {
   private failed(e: unknown): void {
     if (e instanceof ApiError && e.code === 'unauthorized') {
       this.closeSource();
+      this.lostSince = null;
       this.sink.status({ kind: 'signed_out', reason: e.message });
       return;
     }
     this.retry(reasonOf(e));
   }
 
+  /** The status while a try is under way: still retrying, the try starts now. */
+  private trying(): ConnStatus {
+    if (this.lostSince === null) return { kind: 'connecting' };
+    const now = this.deps.now();
+    return { kind: 'retrying', attempt: this.attempt, retry_at_ms: now, since_ms: this.lostSince, reason: this.lastReason };
+  }
+
   private retry(reason: string): void {
     if (this.stopped) return;
     this.attempt++;
+    const now = this.deps.now();
+    this.lostSince ??= now;
+    this.lastReason = reason;
     const wait = backoffMs(this.attempt);
-    this.sink.status({ kind: 'retrying', attempt: this.attempt, retry_at_ms: this.deps.now() + wait, reason });
+    this.sink.status({ kind: 'retrying', attempt: this.attempt, retry_at_ms: now + wait, since_ms: this.lostSince, reason });
     if (this.timer !== null) this.deps.clearTimer(this.timer);
     this.timer = this.deps.setTimer(() => {
       this.timer = null;
@@ -235,7 +274,9 @@ export class Stream {
   }
 }
 
+/** Why a try failed, short: the banner says what to do once tries keep failing. */
 function reasonOf(e: unknown): string {
+  if (e instanceof ApiError && e.code === 'network') return 'Nothing answers at its address.';
   return e instanceof Error ? e.message : 'The engine did not answer.';
 }
 

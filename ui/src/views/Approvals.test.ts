@@ -137,6 +137,36 @@ describe('Approvals', () => {
     expect(calls.some((c) => c.path.endsWith('/approve'))).toBe(false);
   });
 
+  it('while the engine is lost, waiting requests are unknown and neither buttons nor keys decide', async () => {
+    const calls = engine();
+    const t = testStore();
+    t.store.reset(snapshot(NOW), 'initial');
+    t.store.status({ kind: 'live' });
+    render(Approvals, { context: t.context });
+    expect(screen.getByRole('button', { name: /Approve once/ })).toBeEnabled();
+    await act(() => t.store.status({ kind: 'retrying', attempt: 1, retry_at_ms: NOW + 500, since_ms: NOW, reason: 'Nothing answers at its address.' }));
+    const detail = screen.getByRole('region', { name: 'Request detail' });
+    expect(within(detail).queryByRole('timer')).toBeNull();
+    expect(screen.getAllByTestId('unknown-state').map((e) => e.textContent)).toContain('Unknown: the console lost the engine');
+    const waiting = screen.getByRole('listbox', { name: 'Waiting approval requests' });
+    expect(within(waiting).queryAllByRole('timer')).toHaveLength(0);
+    for (const name of [/Approve once/, /Approve & always/, /^Deny d$/, /Deny & always/]) {
+      const b = screen.getByRole('button', { name });
+      expect(b).toBeDisabled();
+      expect(b.title).toMatch(/^The console lost the engine: this request may have been decided, cancelled or timed out meanwhile/);
+    }
+    expect(screen.getByTestId('offline-reason')).toHaveTextContent('Approve and Deny come back when it answers again.');
+    vi.advanceTimersByTime(500);
+    await act(() => controller.dispatch({ type: 'approve' }));
+    await act(() => controller.dispatch({ type: 'deny' }));
+    expect(screen.queryByLabelText('Reason for the agent (optional)')).toBeNull();
+    expect(calls.filter((c) => c.method === 'POST')).toEqual([]);
+    // Back live: the countdowns and the buttons return.
+    await act(() => t.store.status({ kind: 'live' }));
+    expect(screen.getByRole('button', { name: /Approve once/ })).toBeEnabled();
+    expect(screen.queryByTestId('offline-reason')).toBeNull();
+  });
+
   it('a new request does not move the selection, and holds decisions for 400 ms', async () => {
     const calls = engine();
     const t = testStore();

@@ -141,13 +141,21 @@ export async function errorFrom(res: Response): Promise<ApiError> {
   return new ApiError(code, res.status, fallback);
 }
 
+/**
+ * A request that reached nothing: the engine stopped, or a restarted one took
+ * another port (it keeps its port unless something else holds it). Says what
+ * to run for either.
+ */
+export const NOTHING_ANSWERS =
+  'Nothing answers at this address: the engine stopped, or it now runs on another port. Start it with `toolgate serve`, or run `toolgate console` to open the console where it runs.';
+
 /** One JSON request. */
 export async function request<T>(method: Method, path: string, body?: unknown): Promise<T> {
   let res: Response;
   try {
     res = await transport.request(method, path, body);
   } catch {
-    throw new ApiError('network', 0, 'Nothing answers at this address. Is `toolgate serve` running?');
+    throw new ApiError('network', 0, NOTHING_ANSWERS);
   }
   if (!res.ok) throw await errorFrom(res);
   if (res.status === 204) return undefined as T;

@@ -107,7 +107,7 @@ describe('ConsoleStore', () => {
     const s = new ConsoleStore({ schedule: manual().schedule });
     expect(s.stale).toBe(false);
     s.reset(snapshot(), 'initial');
-    s.status({ kind: 'retrying', attempt: 1, retry_at_ms: 1, reason: 'down' });
+    s.status({ kind: 'retrying', attempt: 1, retry_at_ms: 1, since_ms: 0, reason: 'down' });
     expect(s.stale).toBe(true);
     s.status({ kind: 'live' });
     expect(s.stale).toBe(false);
