@@ -196,6 +196,25 @@ impl Rule {
         self.when.as_ref().is_none_or(|c| c.holds(args))
     }
 
+    /// Why a rule's verdict decided a call, as a person reads it whatever
+    /// the rule's reason says: the reason is quoted after the rule's own
+    /// words, never glued into a sentence ("says allow for builds are
+    /// routine").
+    fn verdict_reason(&self, v: Verdict) -> String {
+        let does = match (&self.when, v) {
+            (Some(c), Verdict::Allow) => format!("allows the call when {}", c.describe()),
+            (Some(c), Verdict::Ask) => format!("asks a person when {}", c.describe()),
+            (Some(c), Verdict::Deny) => format!("refuses the call when {}", c.describe()),
+            (None, Verdict::Allow) => format!("allows every `{}` call", self.tool_glob),
+            (None, Verdict::Ask) => format!("asks a person about every `{}` call", self.tool_glob),
+            (None, Verdict::Deny) => format!("refuses every `{}` call", self.tool_glob),
+        };
+        match &self.reason {
+            Some(r) => format!("rule {} {does} — reason: “{r}”", self.id),
+            None => format!("rule {} {does}", self.id),
+        }
+    }
+
     fn describe(&self) -> String {
         match (&self.reason, &self.when) {
             (Some(r), Some(c)) => format!("{r} ({})", c.describe()),
@@ -549,12 +568,7 @@ impl PolicyConfig {
                 verdict: v,
                 risk,
                 rule: rule.id.clone(),
-                reason: format!(
-                    "rule {} says {} for {}",
-                    rule.id,
-                    v.as_str(),
-                    rule.describe()
-                ),
+                reason: rule.verdict_reason(v),
                 timeout: rule.timeout.unwrap_or(timeout),
             };
         }

@@ -294,6 +294,38 @@ fn config_rules_set_risk_and_verdicts_with_readable_reasons() {
 }
 
 #[test]
+fn a_verdict_rule_quotes_its_reason_instead_of_gluing_it_into_a_sentence() {
+    let c = policy(
+        r#"
+        [[policy.rules]]
+        tool = "shell_exec"
+        arg = "command"
+        glob = "make *"
+        verdict = "allow"
+        reason = "builds are routine"
+        [[policy.rules]]
+        tool = "deploy"
+        verdict = "ask"
+        "#,
+    );
+    let a = c.assess(
+        &tool("shell_exec", Risk::Critical),
+        &json!({"command": "make test"}),
+        &caller(),
+    );
+    assert_eq!(
+        a.reason,
+        "rule policy.rules[0] allows the call when `/command` matches glob `make *` \
+         — reason: “builds are routine”"
+    );
+    let a = c.assess(&tool("deploy", Risk::Low), &json!({}), &caller());
+    assert_eq!(
+        a.reason,
+        "rule policy.rules[1] asks a person about every `deploy` call"
+    );
+}
+
+#[test]
 fn caller_profiles_pick_preset_and_rules_and_come_first() {
     let c = policy(
         r#"
