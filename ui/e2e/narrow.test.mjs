@@ -1,6 +1,6 @@
 // @ts-check
-// A narrow window (760 px, and the desktop app's 720 × 480 minimum), with
-// the live feed pinned: the Approvals list and detail stack instead of
+// A narrow window (760 px, the desktop app's 720 × 480 minimum, and 1100 px
+// beside a pinned live feed): the Approvals list and detail stack instead of
 // squeezing the detail; the tool name stays on one line; the header and
 // every decision button are on screen and clickable; j/k and Enter still
 // drive the list.
@@ -44,9 +44,12 @@ describe('narrow window', { skip: skipUnlessReady(), timeout: 180_000 }, () => {
     await tg?.stop();
   });
 
+  // 760: the window of the complaint; 720 × 480: the desktop app's
+  // minimum; 1100: the narrowest window that still shows a pinned feed.
   for (const viewport of [
     { width: 760, height: 900 },
     { width: 720, height: 480 },
+    { width: 1100, height: 800 },
   ]) {
     test(`Approvals at ${viewport.width} × ${viewport.height}, feed pinned: stacked, one-line tool name, every action reachable`, async () => {
       const { page, errors, context } = await consolePage(browser, tg, { viewport });
@@ -66,6 +69,9 @@ describe('narrow window', { skip: skipUnlessReady(), timeout: 180_000 }, () => {
 
         const heading = page.getByRole('heading', { level: 1, name: 'Approvals' });
         assertInside(await box(heading, 'the Approvals heading'), viewport, 'the Approvals heading');
+        // The header's last control: nothing of the header is cut off.
+        const keys = page.getByRole('button', { name: 'Keyboard shortcuts' });
+        assertInside(await box(keys, 'the keyboard shortcuts button'), viewport, 'the keyboard shortcuts button');
 
         // The tool name: one line, in the list and in the detail.
         for (const [what, el] of /** @type {const} */ ([
