@@ -98,7 +98,7 @@ impl Control {
         if assessed.verdict != Verdict::Deny
             && let Some(rule) = engine
                 .approvals()
-                .and_then(|a| a.remembered(&input.tool, &args, &caller))
+                .and_then(|a| a.remembered_preview(&input.tool, &args, &caller))
         {
             let (verdict, word) = match rule.effect {
                 RuleEffect::Allow => (Verdict::Allow, "allow"),
