@@ -194,12 +194,15 @@ impl RuleSet {
     }
 
     /// The active rule deciding this call, deny first; counts the hit.
+    /// The rule deciding the call; `counted` records the use (a call being
+    /// decided), a preview does not (a person testing the policy).
     fn decide(
         &self,
         tool: &str,
         args: &Value,
         key: &CallerKey,
         now: i64,
+        counted: bool,
     ) -> Option<RememberedRule> {
         let rules = self.0.load();
         let hit = |effect: RuleEffect| {
@@ -208,7 +211,9 @@ impl RuleSet {
             })
         };
         let found = hit(RuleEffect::Deny).or_else(|| hit(RuleEffect::Allow))?;
-        found.uses.hit(now);
+        if counted {
+            found.uses.hit(now);
+        }
         Some(found.rule.clone())
     }
 
@@ -345,12 +350,33 @@ impl Approvals {
     /// The remembered rule deciding this call, if any: an active deny beats
     /// an active allow. Lock-free; cheap when there are no rules.
     pub fn remembered(&self, tool: &str, args: &Value, caller: &Caller) -> Option<RememberedRule> {
+        self.remembered_as(tool, args, caller, true)
+    }
+
+    /// [`Self::remembered`] without counting a use: the rule's hits are
+    /// calls it decided, and a test of the policy decides none.
+    pub fn remembered_preview(
+        &self,
+        tool: &str,
+        args: &Value,
+        caller: &Caller,
+    ) -> Option<RememberedRule> {
+        self.remembered_as(tool, args, caller, false)
+    }
+
+    fn remembered_as(
+        &self,
+        tool: &str,
+        args: &Value,
+        caller: &Caller,
+        counted: bool,
+    ) -> Option<RememberedRule> {
         if self.inner.rules.is_empty() {
             return None;
         }
         let now = self.inner.clock.now_ms();
         let key = CallerInfo::from(caller).key();
-        self.inner.rules.decide(tool, args, &key, now)
+        self.inner.rules.decide(tool, args, &key, now, counted)
     }
 
     pub(super) fn announce_rule(&self, r: &RememberedRule, change: RuleChange) {

@@ -78,6 +78,7 @@ fn view(s: BreakerStats) -> BreakerView {
             p50: ms(p50),
             p90: ms(p90),
             p99: ms(p99),
+            calls: s.latency_calls,
         }),
     }
 }

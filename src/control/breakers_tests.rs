@@ -100,6 +100,7 @@ async fn a_breakers_tile_shows_volume_errors_and_a_two_minute_sparkline() {
     assert_eq!((v.window_s, v.cooldown_s), (60, 30));
     let lat = v.latency_ms.expect("call times once calls ran");
     assert!(lat.p50 <= lat.p90 && lat.p90 <= lat.p99, "{lat:?}");
+    assert_eq!(lat.calls, 3, "the percentiles are over the three calls");
     let last = v.last_error.expect("last error");
     assert_eq!(last.kind, ErrorKind::Connection);
     assert!(
@@ -119,6 +120,11 @@ async fn a_breakers_tile_shows_volume_errors_and_a_two_minute_sparkline() {
     tokio::time::advance(Duration::from_secs(120)).await;
     let v = rig.view();
     assert_eq!(v.calls, 0);
+    assert_eq!(
+        v.latency_ms.map(|l| l.calls),
+        Some(4),
+        "the call times outlive the window: the tile must say they are older"
+    );
     assert!(v.spark.iter().all(|c| *c == 0), "{:?}", v.spark);
     assert_eq!(v.error_pct, 0.0);
     // ...and the failure has left the breaker's 60 s window.

@@ -123,6 +123,22 @@ async fn always_allow_remembers_the_scope_with_its_expiry_and_counts_its_hits() 
         )),
         "{decided}"
     );
+    // Testing such a call names the remembered rule, in a sentence, and
+    // is no use of it: the hits below count only the call that ran.
+    let t = rig
+        .control
+        .policy_test(crate::control::policy_test::PolicyTestInput {
+            tool: "shell_exec".into(),
+            args: Some(json!({"command": "make check"})),
+            caller: None,
+        })
+        .expect("policy test");
+    assert_eq!(t.rule, format!("remembered rule #{}", rule.id));
+    assert_eq!(
+        t.reason,
+        "a person chose to always allow calls in scope `tool=shell_exec,/command=make*`; \
+         without that, the policy would ask a person"
+    );
     let rules = rig.control.rules().expect("rules");
     assert_eq!(rules.len(), 1);
     assert_eq!(rules[0].hits, 1);

@@ -98,20 +98,24 @@ impl Control {
         if assessed.verdict != Verdict::Deny
             && let Some(rule) = engine
                 .approvals()
-                .and_then(|a| a.remembered(&input.tool, &args, &caller))
+                .and_then(|a| a.remembered_preview(&input.tool, &args, &caller))
         {
             let (verdict, word) = match rule.effect {
-                RuleEffect::Allow => (Verdict::Allow, "allowed"),
-                RuleEffect::Deny => (Verdict::Deny, "denied"),
+                RuleEffect::Allow => (Verdict::Allow, "allow"),
+                RuleEffect::Deny => (Verdict::Deny, "deny"),
+            };
+            let otherwise = match assessed.verdict {
+                Verdict::Allow => "let it run",
+                Verdict::Ask => "ask a person",
+                Verdict::Deny => "refuse it",
             };
             return Ok(answer(
                 verdict,
                 Some(assessed.risk),
                 format!("remembered rule #{}", rule.id),
                 format!(
-                    "a person {word} calls in scope `{}`; the policy alone would say {}",
-                    rule.scope_text,
-                    assessed.verdict.as_str()
+                    "a person chose to always {word} calls in scope `{}`; without that, the policy would {otherwise}",
+                    rule.scope_text
                 ),
             ));
         }

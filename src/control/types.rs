@@ -133,7 +133,8 @@ pub struct BreakerView {
     /// Failures per 5 s, aligned with `spark`.
     pub spark_failed: Vec<u32>,
     /// Median, 90th and 99th percentile call time in ms of the tool's
-    /// last 256 calls that reached it (retries included); `null` before any.
+    /// last 256 calls that reached it (retries included), however old:
+    /// not the two minutes of `calls`; `null` before any.
     pub latency_ms: Option<Latency>,
 }
 
@@ -172,6 +173,10 @@ pub struct Latency {
     pub p90: f64,
     /// The 99th percentile.
     pub p99: f64,
+    /// How many calls these are over: the tool's last ones, however old
+    /// (a tool idle for an hour has call times and no calls in the tile's
+    /// two minutes), so the tile can say "its last 12 calls".
+    pub calls: u32,
 }
 
 /// Whether an agent can see and call a tool.

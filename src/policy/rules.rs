@@ -196,25 +196,23 @@ impl Rule {
         self.when.as_ref().is_none_or(|c| c.holds(args))
     }
 
-    /// `rule build-ok allows calls of `npm_*`; its reason: builds are
-    /// routine`. A reason is quoted after the rule, never glued into the
-    /// sentence, so any wording a person gave it reads right.
-    fn verdict_words(&self, v: Verdict) -> String {
-        let verb = match v {
-            Verdict::Allow => "allows",
-            Verdict::Deny => "refuses",
-            Verdict::Ask => "asks a person about",
+    /// Why a rule's verdict decided a call, as a person reads it whatever
+    /// the rule's reason says: the reason is quoted after the rule's own
+    /// words, never glued into a sentence ("says allow for builds are
+    /// routine").
+    fn verdict_reason(&self, v: Verdict) -> String {
+        let does = match (&self.when, v) {
+            (Some(c), Verdict::Allow) => format!("allows the call when {}", c.describe()),
+            (Some(c), Verdict::Ask) => format!("asks a person when {}", c.describe()),
+            (Some(c), Verdict::Deny) => format!("refuses the call when {}", c.describe()),
+            (None, Verdict::Allow) => format!("allows every `{}` call", self.tool_glob),
+            (None, Verdict::Ask) => format!("asks a person about every `{}` call", self.tool_glob),
+            (None, Verdict::Deny) => format!("refuses every `{}` call", self.tool_glob),
         };
-        let mut s = format!("rule {} {verb} calls of `{}`", self.id, self.tool_glob);
-        if let Some(c) = &self.when {
-            s.push_str(" where ");
-            s.push_str(&c.describe());
+        match &self.reason {
+            Some(r) => format!("rule {} {does} — reason: “{r}”", self.id),
+            None => format!("rule {} {does}", self.id),
         }
-        if let Some(r) = &self.reason {
-            s.push_str("; its reason: ");
-            s.push_str(r);
-        }
-        s
     }
 
     fn describe(&self) -> String {
@@ -570,7 +568,7 @@ impl PolicyConfig {
                 verdict: v,
                 risk,
                 rule: rule.id.clone(),
-                reason: rule.verdict_words(v),
+                reason: rule.verdict_reason(v),
                 timeout: rule.timeout.unwrap_or(timeout),
             };
         }

@@ -306,11 +306,43 @@ fn config_rules_set_risk_and_verdicts_with_readable_reasons() {
     // A reason is quoted after the rule, never glued into the sentence.
     assert_eq!(
         a.reason,
-        "rule policy.rules[1] refuses calls of `fs_*` where `/path` matches path `/srv/secret/**`"
+        "rule policy.rules[1] refuses the call when `/path` matches path `/srv/secret/**`"
     );
     let a = c.assess(&tool("deploy", Risk::Low), &json!({}), &caller());
     assert_eq!(a.verdict, Verdict::Ask);
     assert_eq!(a.timeout, std::time::Duration::from_secs(600));
+}
+
+#[test]
+fn a_verdict_rule_quotes_its_reason_instead_of_gluing_it_into_a_sentence() {
+    let c = policy(
+        r#"
+        [[policy.rules]]
+        tool = "shell_exec"
+        arg = "command"
+        glob = "make *"
+        verdict = "allow"
+        reason = "builds are routine"
+        [[policy.rules]]
+        tool = "deploy"
+        verdict = "ask"
+        "#,
+    );
+    let a = c.assess(
+        &tool("shell_exec", Risk::Critical),
+        &json!({"command": "make test"}),
+        &caller(),
+    );
+    assert_eq!(
+        a.reason,
+        "rule policy.rules[0] allows the call when `/command` matches glob `make *` \
+         — reason: “builds are routine”"
+    );
+    let a = c.assess(&tool("deploy", Risk::Low), &json!({}), &caller());
+    assert_eq!(
+        a.reason,
+        "rule policy.rules[1] asks a person about every `deploy` call"
+    );
 }
 
 #[test]

@@ -1,8 +1,9 @@
 // @ts-check
-// Screenshots of every view, light and dark, against a real engine filled
-// with realistic data: three agents, upstream servers (one quarantined tool,
-// one open breaker), approvals waiting and decided, calls of every outcome.
-// Written to docs/screenshots/<view>-<theme>.png (overwritten each run).
+// Screenshots of every view, light and dark, wide and narrow, against a real
+// engine filled with realistic data: three agents, upstream servers (one
+// quarantined tool, one open breaker), approvals waiting and decided, calls
+// of every outcome. Written to docs/screenshots/<view>-<theme>.png at
+// 1440 px and <view>-<theme>-760.png at 760 px (overwritten each run).
 
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -58,6 +59,12 @@ const VIEWS = [
   { name: 'servers', hash: '#/servers', heading: 'Servers', ready: 'h2:text-is("flaky")' },
   { name: 'audit', hash: '#/audit', heading: 'Audit', ready: '[role="grid"][aria-label="Audit log"] [role="row"]' },
   { name: 'settings', hash: '#/settings?tab=connect', heading: 'Settings', ready: 'code' },
+];
+
+/** The widths: a laptop's, and a narrow window (the desktop app's minimum is 720). */
+const WIDTHS = [
+  { width: 1440, suffix: '' },
+  { width: 760, suffix: '-760' },
 ];
 
 describe('screenshots', { skip: skipUnlessReady(), timeout: 300_000 }, () => {
@@ -141,9 +148,18 @@ describe('screenshots', { skip: skipUnlessReady(), timeout: 300_000 }, () => {
     await tg?.stop();
   });
 
-  for (const colorScheme of /** @type {const} */ (['light', 'dark'])) {
-    test(`every view, ${colorScheme}`, async () => {
-      const { page, errors, context } = await consolePage(browser, tg, { colorScheme });
+  for (const { width, suffix } of WIDTHS) {
+    for (const colorScheme of /** @type {const} */ (['light', 'dark'])) shootAll(width, suffix, colorScheme);
+  }
+
+  /**
+   * @param {number} width
+   * @param {string} suffix
+   * @param {'light' | 'dark'} colorScheme
+   */
+  function shootAll(width, suffix, colorScheme) {
+    test(`every view, ${colorScheme}, ${width} px`, async () => {
+      const { page, errors, context } = await consolePage(browser, tg, { colorScheme, viewport: { width, height: 900 } });
       /** @type {string[]} */
       const failed = [];
       /**
@@ -160,7 +176,7 @@ describe('screenshots', { skip: skipUnlessReady(), timeout: 300_000 }, () => {
           failed.push(`${name}: ${/** @type {Error} */ (e).message.split('\n')[0]}`);
         }
         await settle(page);
-        await page.screenshot({ path: join(OUT, `${name}-${colorScheme}.png`) });
+        await page.screenshot({ path: join(OUT, `${name}-${colorScheme}${suffix}.png`) });
         for (const e of errors.slice(before)) failed.push(`${name}: ${e}`);
       };
       try {

@@ -438,6 +438,7 @@ impl Breaker {
                 buckets: e.buckets.series(now),
                 last_failure: e.last_failure.clone(),
                 latency: e.latencies.percentiles(),
+                latency_calls: e.latencies.len(),
             })
             .collect();
         out.sort_by(|a, b| a.status.tool.cmp(&b.status.tool));

@@ -128,6 +128,10 @@ pub struct BreakerStats {
     /// Median, 90th and 99th percentile time of the tool's recent calls
     /// (the last [`LATENCY_SAMPLES`] that reached it); `None` before any.
     pub latency: Option<[Duration; 3]>,
+    /// How many calls `latency` is over. Not `buckets`' two minutes: the
+    /// samples are the last calls however old, so a quiet tool has call
+    /// times and no calls in the window, and a tile says which is which.
+    pub latency_calls: u32,
 }
 
 /// How many recent call times each breaker keeps for its percentiles: a
@@ -145,6 +149,11 @@ impl Latencies {
             self.0.pop_front();
         }
         self.0.push_back(d);
+    }
+
+    /// How many call times are kept (at most [`LATENCY_SAMPLES`]).
+    pub(super) fn len(&self) -> u32 {
+        u32::try_from(self.0.len()).unwrap_or(u32::MAX)
     }
 
     /// Nearest-rank percentiles 50, 90, 99.
@@ -167,6 +176,7 @@ mod tests {
     fn latency_percentiles_are_nearest_rank_over_the_recent_calls() {
         let mut l = Latencies::default();
         assert_eq!(l.percentiles(), None);
+        assert_eq!(l.len(), 0);
         // Out of order, 1..=100 ms.
         for ms in (1..=100u64).rev() {
             l.record(Duration::from_millis(ms));
@@ -179,6 +189,7 @@ mod tests {
             l.record(Duration::from_millis(7));
         }
         assert_eq!(l.percentiles().unwrap(), [Duration::from_millis(7); 3]);
+        assert_eq!(l.len() as usize, LATENCY_SAMPLES);
         let mut one = Latencies::default();
         one.record(Duration::from_millis(3));
         assert_eq!(one.percentiles().unwrap(), [Duration::from_millis(3); 3]);

@@ -57,6 +57,7 @@ spark: Array<number>,
 spark_failed: Array<number>, 
 /**
  * Median, 90th and 99th percentile call time in ms of the tool's
- * last 256 calls that reached it (retries included); `null` before any.
+ * last 256 calls that reached it (retries included), however old:
+ * not the two minutes of `calls`; `null` before any.
  */
 latency_ms: Latency | null, };

@@ -16,4 +16,10 @@ p90: number,
 /**
  * The 99th percentile.
  */
-p99: number, };
+p99: number, 
+/**
+ * How many calls these are over: the tool's last ones, however old
+ * (a tool idle for an hour has call times and no calls in the tile's
+ * two minutes), so the tile can say "its last 12 calls".
+ */
+calls: number, };

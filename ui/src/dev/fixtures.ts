@@ -352,7 +352,7 @@ export function breakers(now = NOW): BreakerView[] {
       spark: s.calls,
       spark_failed: s.errors,
       // Plausible call times: a fast local tool, slower upstreams.
-      latency_ms: calls ? { p50: 4 + tool.length, p90: 12 + tool.length * 3, p99: 40 + tool.length * 9 } : null,
+      latency_ms: calls ? { p50: 4 + tool.length, p90: 12 + tool.length * 3, p99: 40 + tool.length * 9, calls: Math.min(calls, 256) } : null,
       ...extra,
     };
   };

@@ -4,6 +4,7 @@ import {
   sourceWord,
   bytes,
   callLook,
+  callTimes,
   countdown,
   deciderWords,
   duration,
@@ -147,5 +148,20 @@ describe('sourceWord', () => {
     expect(sourceWord('mcp:github')).toBe('server github');
     expect(sourceWord('plugin:jira')).toBe('plugin jira');
     expect(sourceWord('agent:a1:b')).toBe('agent a1:b');
+  });
+});
+
+describe('callTimes', () => {
+  it('says which calls the times are over, and only what so few calls can carry', () => {
+    const one = callTimes({ p50: 16.3, p90: 16.3, p99: 16.3, calls: 1 });
+    expect(one.over).toBe('Last call');
+    expect(one.words).toBe('its last call took 16.3 ms');
+    expect(one.figures).toEqual([{ label: 'took', value: '16.3 ms' }]);
+    const few = callTimes({ p50: 16.3, p90: 40, p99: 41, calls: 4 });
+    expect(few.over).toBe('Last 4 calls');
+    expect(few.figures.map((f) => f.label)).toEqual(['median']);
+    const many = callTimes({ p50: 16.3, p90: 40, p99: 41, calls: 256 });
+    expect(many.figures.map((f) => f.label)).toEqual(['median', 'p90', 'p99']);
+    expect(many.words).toBe('call time over its last 256 calls: median 16.3 ms, 90th percentile 40 ms, 99th percentile 41 ms');
   });
 });

@@ -7,6 +7,7 @@ import type {
   BreakerState,
   CallOutcome,
   ErrorKind,
+  Latency,
   Risk,
   ServerState,
   Trust,
@@ -132,6 +133,31 @@ export function percent(p: number): string {
 /** "1 call" / "3 calls". */
 export function plural(n: number, one: string, many = `${one}s`): string {
   return `${count(n)} ${n === 1 ? one : many}`;
+}
+
+/** One figure of a breaker tile's call-time line. */
+export interface TimeFigure {
+  label: string;
+  value: string;
+}
+
+/**
+ * A breaker tile's call times, said over the calls they come from: the
+ * tool's last calls however old, not the tile's two-minute count (a quiet
+ * tool has call times and "0 calls in 2 min"). Only the figures that many
+ * calls can carry: a 90th or 99th percentile of a few calls is just the
+ * slowest one.
+ */
+export function callTimes(lat: Latency): { over: string; figures: TimeFigure[]; words: string } {
+  if (lat.calls <= 1) {
+    const took = durationMs(lat.p50);
+    return { over: 'Last call', figures: [{ label: 'took', value: took }], words: `its last call took ${took}` };
+  }
+  const over = `Last ${count(lat.calls)} calls`;
+  const figures: TimeFigure[] = [{ label: 'median', value: durationMs(lat.p50) }];
+  if (lat.calls >= 10) figures.push({ label: 'p90', value: durationMs(lat.p90) }, { label: 'p99', value: durationMs(lat.p99) });
+  const spoken = figures.map((f) => `${{ median: 'median', p90: '90th percentile', p99: '99th percentile' }[f.label] ?? f.label} ${f.value}`);
+  return { over, figures, words: `call time over its last ${count(lat.calls)} calls: ${spoken.join(', ')}` };
 }
 
 // ---------------------------------------------------------------- states

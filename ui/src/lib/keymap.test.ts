@@ -1,5 +1,18 @@
 import { describe, expect, it } from 'vitest';
-import { BINDINGS, DecisionGuard, IDLE, isDecision, isTypingTarget, resolveKey, sheet, type KeyContext, type KeyState } from './keymap';
+import {
+  BINDINGS,
+  DecisionGuard,
+  IDLE,
+  SEQUENCES,
+  gotoKeys,
+  isDecision,
+  isTypingTarget,
+  resolveKey,
+  sheet,
+  type KeyContext,
+  type KeyState,
+  type ViewId,
+} from './keymap';
 
 const ctx = (over: Partial<KeyContext> = {}): KeyContext => ({ inInput: false, dialogOpen: false, now: 1000, ...over });
 
@@ -32,19 +45,28 @@ describe('resolveKey', () => {
     expect(press('a', { ctrlKey: true }).action).toBeNull();
   });
 
-  it('goes to views with Ctrl+1…7', () => {
-    const views = [1, 2, 3, 4, 5, 6, 7].map((n) => press(String(n), { ctrlKey: true }).action);
-    expect(views).toEqual(
-      ['approvals', 'live', 'breakers', 'tools', 'policy', 'servers', 'audit'].map((view) => ({ type: 'goto', view })),
-    );
-    expect(press('8', { ctrlKey: true }).action).toBeNull();
+  it('leaves Ctrl+digits to the browser (they switch its tabs)', () => {
+    for (let n = 1; n <= 9; n++) {
+      const ev = key(String(n), { ctrlKey: true, cancelable: true });
+      expect(resolveKey(ev, IDLE, ctx()).action).toBeNull();
+    }
   });
 
   it('reads g-sequences, and the second key is not also its own action', () => {
     const g = press('g');
     expect(g.action).toBeNull();
     expect(g.state.prefix).toBe('g');
-    for (const [k, view] of [['a', 'approvals'], ['l', 'live'], ['b', 'breakers'], ['t', 'tools'], ['p', 'policy'], ['s', 'servers']] as const) {
+    const all = [
+      ['a', 'approvals'],
+      ['l', 'live'],
+      ['b', 'breakers'],
+      ['t', 'tools'],
+      ['p', 'policy'],
+      ['s', 'servers'],
+      ['u', 'audit'],
+      ['e', 'settings'],
+    ] as const;
+    for (const [k, view] of all) {
       const r = press(k, {}, { now: 1500 }, { prefix: 'g', at: 1000 });
       expect(r.action).toEqual({ type: 'goto', view });
       expect(r.state).toEqual(IDLE);
@@ -63,7 +85,7 @@ describe('resolveKey', () => {
 
   it('does nothing while typing in a field', () => {
     for (const k of ['a', 'd', 's', 'j', '/', 'g', 'Escape']) expect(press(k, {}, { inInput: true }).action).toBeNull();
-    expect(press('1', { ctrlKey: true }, { inInput: true }).action).toBeNull();
+    expect(press('u', {}, { inInput: true }, { prefix: 'g', at: 1000 }).action).toBeNull();
   });
 
   it('does nothing during IME composition', () => {
@@ -127,7 +149,16 @@ describe('the shortcut sheet', () => {
     const rows = sheet().flatMap((g) => g.rows);
     expect(rows.length).toBe(BINDINGS.length);
     const goto = sheet().find((g) => g.group === 'Go to');
-    expect(goto?.rows[0]).toEqual({ display: ['g a', 'Ctrl 1'], label: 'Approvals' });
-    expect(goto?.rows.find((r) => r.label === 'Audit')?.display).toEqual(['Ctrl 7']);
+    expect(goto?.rows[0]).toEqual({ display: ['g a'], label: 'Approvals' });
+    expect(goto?.rows.find((r) => r.label === 'Audit')?.display).toEqual(['g u']);
+    expect(goto?.rows.find((r) => r.label === 'Settings')?.display).toEqual(['g e']);
+  });
+
+  it('gives every view its own g chord, none shared', () => {
+    const views: ViewId[] = ['approvals', 'live', 'breakers', 'tools', 'policy', 'servers', 'audit', 'settings'];
+    const chords = views.map(gotoKeys);
+    expect(chords.every((c) => /^g [a-z]$/.test(c))).toBe(true);
+    expect(new Set(chords).size).toBe(views.length);
+    expect(Object.keys(SEQUENCES).length).toBe(views.length);
   });
 });

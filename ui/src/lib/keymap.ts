@@ -5,7 +5,10 @@
  * - Keys do nothing while typing in a field or composing with an IME; the
  *   one exception is Ctrl+Shift+J (jump to the soonest-expiring approval),
  *   which works everywhere, dialogs included.
- * - `g` then a letter goes to a view (tinykeys-style sequence, 1.5 s).
+ * - `g` then a letter goes to a view (tinykeys-style sequence, 1.5 s):
+ *   every view has one, the first letter of its name not already taken.
+ *   There are no Ctrl+digit bindings: browsers keep Ctrl+1…9 (and Linux
+ *   Chromium Alt+1…8) for switching tabs, so the page never sees them.
  * - `a` is never Shift+A: tinykeys' matcher refuses a press with a modifier
  *   the binding does not name, so "always" can't be hit by a held Shift.
  * - Approve/deny are refused by {@link DecisionGuard} for 400 ms after the
@@ -13,7 +16,7 @@
  *   request never lands on another.
  *
  * Matching uses tinykeys' own parser and matcher, so key names follow its
- * syntax (`Control+1`, `Shift+?`, `Space`).
+ * syntax (`Control+Shift+J`, `Shift+?`, `Space`).
  */
 import { matchKeyBindingPress, parseKeybinding } from 'tinykeys';
 
@@ -46,7 +49,7 @@ export interface Binding {
   anywhere?: boolean;
 }
 
-/** The `g x` sequences. */
+/** The `g x` sequences, in rail order: one for every view. */
 export const SEQUENCES: Readonly<Record<string, ViewId>> = {
   a: 'approvals',
   l: 'live',
@@ -54,10 +57,15 @@ export const SEQUENCES: Readonly<Record<string, ViewId>> = {
   t: 'tools',
   p: 'policy',
   s: 'servers',
+  u: 'audit',
+  e: 'settings',
 };
 
-/** Ctrl+1…7, in rail order. */
-export const NUMBERED: readonly ViewId[] = ['approvals', 'live', 'breakers', 'tools', 'policy', 'servers', 'audit'];
+/** The `g x` that goes to `view` (the rail's tooltips show it). */
+export function gotoKeys(view: ViewId): string {
+  const letter = Object.entries(SEQUENCES).find(([, v]) => v === view)?.[0];
+  return letter ? `g ${letter}` : '';
+}
 
 const VIEW_LABEL: Record<ViewId, string> = {
   approvals: 'Approvals',
@@ -73,18 +81,15 @@ const VIEW_LABEL: Record<ViewId, string> = {
 export const BINDINGS: readonly Binding[] = [
   { keys: ['Shift+?', '?'], action: { type: 'help' }, label: 'Show this sheet', group: 'General', display: ['?'] },
   { keys: ['/'], action: { type: 'search' }, label: 'Search in this view', group: 'General', display: ['/'] },
-  ...NUMBERED.map(
-    (view, i): Binding => ({
-      keys: [`Control+${i + 1}`],
+  // The sequences are read by resolveKey itself; these rows (no keys of
+  // their own) are what the sheet lists.
+  ...Object.values(SEQUENCES).map(
+    (view): Binding => ({
+      keys: [],
       action: { type: 'goto', view },
       label: VIEW_LABEL[view],
       group: 'Go to',
-      display: [
-        ...Object.entries(SEQUENCES)
-          .filter(([, v]) => v === view)
-          .map(([k]) => `g ${k}`),
-        `Ctrl ${i + 1}`,
-      ],
+      display: [gotoKeys(view)],
     }),
   ),
   {
