@@ -199,6 +199,11 @@ impl Control {
             .map(|u| RuleView {
                 active: u.rule.is_active(now),
                 words: rule_words(&u.rule),
+                made_where: u
+                    .rule
+                    .created_by
+                    .as_deref()
+                    .map(crate::approval::recorded_words),
                 hits: u.hits,
                 last_used_ms: u.last_used_ms,
                 rule: u.rule,

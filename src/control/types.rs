@@ -455,6 +455,9 @@ pub struct RuleView {
     pub last_used_ms: Option<i64>,
     /// Its scope in words.
     pub words: String,
+    /// Where a person made it, in words (`in the console`, `from the CLI
+    /// (pid 42)`), when recorded.
+    pub made_where: Option<String>,
 }
 
 /// Answer of a breaker reset.

@@ -24,4 +24,9 @@ last_used_ms: number | null,
 /**
  * Its scope in words.
  */
-words: string, };
+words: string, 
+/**
+ * Where a person made it, in words (`in the console`, `from the CLI
+ * (pid 42)`), when recorded.
+ */
+made_where: string | null, };

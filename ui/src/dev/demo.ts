@@ -127,7 +127,7 @@ export function install(): Demo {
     return true;
   };
 
-  const ruleView = (rule: RuleView['rule'], words: string): RuleView => ({ rule, active: true, hits: 0, last_used_ms: null, words });
+  const ruleView = (rule: RuleView['rule'], words: string): RuleView => ({ rule, active: true, hits: 0, last_used_ms: null, words, made_where: 'in the console' });
 
   const route = async (method: Method, path: string, body: unknown): Promise<Response> => {
     if (mode === 'down') throw new TypeError('Failed to fetch');

@@ -636,7 +636,7 @@ export function rules(now: number): RuleView[] {
   return remembered(now).map((rule) => {
     const [hits, last_used_ms, words] = use[rule.id] ?? [0, null, rule.scope_text];
     const until = rule.expires_ms === null ? 'until revoked' : `until ${new Date(rule.expires_ms).toISOString().slice(0, 10)}`;
-    return { rule, active: rule.expires_ms === null || rule.expires_ms > now, hits, last_used_ms, words: `${words}, ${until}.` };
+    return { rule, active: rule.expires_ms === null || rule.expires_ms > now, hits, last_used_ms, words: `${words}, ${until}.`, made_where: 'in the console' };
   });
 }
 
