@@ -28,6 +28,7 @@ pub mod local_http;
 pub mod mcp;
 pub mod paths;
 pub mod pipeline;
+pub mod preview;
 pub mod policy;
 pub mod private_file;
 pub mod registry;
