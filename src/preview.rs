@@ -76,7 +76,11 @@ pub fn lead(def: Option<&ToolDef>, args: &Value) -> Option<Lead> {
     let present = |name: &str| obj.get(name).is_some_and(Value::is_string);
     if let Some(def) = def {
         for kind in [GuardKind::Command, GuardKind::Url, GuardKind::Path] {
-            if let Some(g) = def.guards.iter().find(|g| g.kind == kind && present(&g.arg)) {
+            if let Some(g) = def
+                .guards
+                .iter()
+                .find(|g| g.kind == kind && present(&g.arg))
+            {
                 return Some(Lead {
                     arg: g.arg.clone(),
                     kind,

@@ -241,7 +241,8 @@ pub struct PolicySummary {
     pub remembered_count: u64,
 }
 
-/// One audited call, without its arguments or output.
+/// One audited call, without its arguments or output (only their
+/// one-line preview).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 pub struct CallSummary {
     /// Audit row id (the key for paging).
@@ -252,6 +253,9 @@ pub struct CallSummary {
     pub ts_ms: i64,
     /// Tool name as requested.
     pub tool: String,
+    /// Its arguments in one line, secrets hidden, at most 120 characters
+    /// (see [`crate::preview`]).
+    pub preview: String,
     /// Who called, in words (`socket client claude uid 1000 pid 42`).
     pub caller: String,
     /// Session id.
