@@ -521,7 +521,7 @@ impl Approvals {
         Ok(rule)
     }
 
-    async fn live_request(&self, id: i64) -> Result<(ApprovalRequest, Value), ApprovalError> {
+    pub(super) async fn live_request(&self, id: i64) -> Result<(ApprovalRequest, Value), ApprovalError> {
         let found = self
             .inner
             .live()
