@@ -521,7 +521,10 @@ impl Approvals {
         Ok(rule)
     }
 
-    pub(super) async fn live_request(&self, id: i64) -> Result<(ApprovalRequest, Value), ApprovalError> {
+    pub(super) async fn live_request(
+        &self,
+        id: i64,
+    ) -> Result<(ApprovalRequest, Value), ApprovalError> {
         let found = self
             .inner
             .live()

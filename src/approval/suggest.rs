@@ -319,7 +319,14 @@ impl Approvals {
         };
         let mut offers = candidates(def, &request.args);
         offers.retain(|o| {
-            let text = scope_text(std::slice::from_ref(&ArgOffer { ticked: true, ..o.clone() }), false, false);
+            let text = scope_text(
+                std::slice::from_ref(&ArgOffer {
+                    ticked: true,
+                    ..o.clone()
+                }),
+                false,
+                false,
+            );
             binds(&text).is_some_and(|s| {
                 s.def().args.len() == 1
                     && s.def().args[0].pattern == o.pattern
@@ -327,7 +334,9 @@ impl Approvals {
             })
         });
         let lead_offered = match lead(def, &request.args) {
-            Some(l) => offers.iter().any(|o| o.ticked && o.pointer == pointer_of(&l.arg)),
+            Some(l) => offers
+                .iter()
+                .any(|o| o.ticked && o.pointer == pointer_of(&l.arg)),
             None => offers.iter().any(|o| o.ticked),
         };
         let exact = !lead_offered;
@@ -351,7 +360,11 @@ impl Approvals {
     ///
     /// # Errors
     /// As [`Self::offer`], or a scope error.
-    pub async fn narrowest(&self, id: i64, def: Option<&ToolDef>) -> Result<ScopeDef, ApprovalError> {
+    pub async fn narrowest(
+        &self,
+        id: i64,
+        def: Option<&ToolDef>,
+    ) -> Result<ScopeDef, ApprovalError> {
         let offer = self.offer(id, def).await?;
         Ok(self.bind_scope(id, &offer.narrowest).await?.def().clone())
     }
@@ -436,11 +449,11 @@ fn join_words(parts: &[String]) -> String {
 
 /// `1 hour`, `7 days`, `90 minutes`, `45 seconds`.
 pub fn duration_words(s: u64) -> String {
-    let (n, unit) = if s % 86_400 == 0 {
+    let (n, unit) = if s.is_multiple_of(86_400) {
         (s / 86_400, "day")
-    } else if s % 3_600 == 0 {
+    } else if s.is_multiple_of(3_600) {
         (s / 3_600, "hour")
-    } else if s % 60 == 0 {
+    } else if s.is_multiple_of(60) {
         (s / 60, "minute")
     } else {
         (s, "second")
