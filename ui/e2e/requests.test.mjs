@@ -139,6 +139,7 @@ describe('telling requests apart, and the narrowest "always"', { skip: skipUnles
     assert.ok(cells.some((c) => c.startsWith('echo long-argument-') && c.endsWith('…')), cells.join(' | '));
     assert.equal(new Set(cells).size, cells.length, `each recent call reads differently: ${cells.join(' | ')}`);
     assert.ok(!(await page.locator('body').innerText()).includes(SECRET), 'no secret in the recent calls');
+    await detail().screenshot({ path: `${SHOTS}/requests-recent.png` });
     asked.status = { id, result: call.result };
   });
 
