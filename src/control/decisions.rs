@@ -345,23 +345,23 @@ fn scope_body(def: &ScopeDef) -> String {
 fn caller_words(k: &CallerKey) -> String {
     let program = k.exe.as_deref().unwrap_or("an unnamed program");
     let name = k.client_name.as_deref().unwrap_or(program);
-    let mut details = Vec::new();
-    if let Some(a) = &k.agent_id {
-        details.push(format!("agent {a}"));
-    }
+    let mut runs = Vec::new();
     if k.client_name.is_some() {
-        details.push(format!("running {program}"));
+        runs.push(format!("running {program}"));
     }
     if let Some(u) = k.uid {
-        details.push(format!("as uid {u}"));
+        runs.push(format!("as uid {u}"));
     }
+    let details: Vec<String> = k
+        .agent_id
+        .iter()
+        .map(|a| format!("agent {a}"))
+        .chain((!runs.is_empty()).then(|| runs.join(" ")))
+        .collect();
     if details.is_empty() {
         format!("from {name}")
     } else {
-        format!(
-            "from {name} ({})",
-            details.join(", ").replace(", as uid", " as uid")
-        )
+        format!("from {name} ({})", details.join(", "))
     }
 }
 

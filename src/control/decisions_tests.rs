@@ -440,3 +440,46 @@ async fn a_waiting_request_previews_its_arguments_with_secrets_hidden() {
         .expect("offer");
     assert_eq!(offer.narrowest, "tool,args,caller");
 }
+
+#[test]
+fn a_remembered_caller_reads_as_people_know_it() {
+    let k = CallerKey {
+        via: "socket".into(),
+        uid: Some(1000),
+        exe: Some("/usr/bin/python3.11".into()),
+        client_name: Some("agent-alpha".into()),
+        agent_id: Some("1".into()),
+    };
+    assert_eq!(
+        caller_words(&k),
+        "from agent-alpha (agent 1, running /usr/bin/python3.11 as uid 1000)"
+    );
+    let bare = CallerKey {
+        client_name: None,
+        agent_id: None,
+        uid: None,
+        ..k
+    };
+    assert_eq!(caller_words(&bare), "from /usr/bin/python3.11");
+}
+
+#[test]
+fn literal_patterns_read_as_the_value_they_match() {
+    assert!(is_literal(r"~/proj/notes \[draft\].md"));
+    assert_eq!(unescape_glob(r"a\*b[,]c"), "a*b,c");
+    assert!(!is_literal("~/proj/**"));
+    let def = ScopeDef {
+        tool: "fs_write".into(),
+        args: vec![crate::approval::ArgClause {
+            pointer: "/path".into(),
+            kind: PatternKind::Path,
+            pattern: r"~/a\*.md".into(),
+        }],
+        args_hash: None,
+        caller: None,
+    };
+    assert_eq!(
+        scope_words(&def),
+        "Every call of `fs_write` whose `path` is the path `~/a*.md`."
+    );
+}
