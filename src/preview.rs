@@ -19,8 +19,8 @@
 //! marked secret by any schema and still carries credentials:
 //! `Authorization:` and similar header values, `Bearer`/`Basic`
 //! credentials, `NAME=value` pairs whose name says password, token, key or
-//! secret, well-known token shapes (`sk-…`, `ghp_…`, `AKIA…`, JWTs) and a
-//! URL's password. Values under such names are hidden whole.
+//! secret, well-known token shapes (`sk-…`, `ghp_…`, `AKIA…`, JWTs), PEM
+//! private keys and a URL's password. Values under such names are hidden whole.
 //!
 //! One line, at most [`MAX_CHARS`] characters: line breaks show as `⏎`,
 //! tabs as `⇥`, other control characters and the invisible direction
@@ -227,8 +227,11 @@ static SECRET_TEXT: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     [
         // A header line: `Authorization: Bearer x`, `X-Api-Key: x`, `Cookie: a=b`.
         r#"(?i)\b(?:proxy-)?(?:authorization|x-api-key|api-key|x-auth-token|x-access-token|cookie)\s*:\s*(?P<v>[^'"\n\r]+)"#,
-        // A scheme and its credential anywhere else.
-        r"(?i)\b(?:bearer|basic|token)\s+(?P<v>[A-Za-z0-9._~+/=-]{6,})",
+        // An auth scheme and its credential anywhere else (`Basic` and
+        // `Token` only as schemes are written, so prose keeps "basic").
+        r"\b(?:(?i:bearer)|Basic|Token)\s+(?P<v>[A-Za-z0-9._~+/=-]{8,})",
+        // A PEM private key, to its end line or the end of the text.
+        r"-----BEGIN [A-Z ]*PRIVATE KEY-----(?s:.*?)(?:-----END [A-Z ]*PRIVATE KEY-----|\z)",
         // NAME=value, NAME: value, "NAME": "value", --NAME=value.
         r#"(?i)[A-Za-z0-9_.-]*(?:passw(?:or)?d|passwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credentials?)[A-Za-z0-9_.-]*['"]?\s*[=:]\s*['"]?(?P<v>[^\s'"&;,}]+)"#,
         // --NAME value.

@@ -155,6 +155,8 @@ fn text_without_credentials_is_left_alone() {
         "grep -r password_hint docs/",
         "echo 'a basic idea'",
         "the token count is low",
+        "a basic example of bearer tokens",
+        "git commit -m 'refresh tokens before expiry'",
     ] {
         assert_eq!(redact_text(text), text);
     }
