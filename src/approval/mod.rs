@@ -39,8 +39,8 @@ pub use remembered::{NewRule, RuleEdit, RuleInUse};
 pub use scope::{ArgClause, CallerInfo, CallerKey, Scope, ScopeDef, ScopeError, ScopeSpec};
 pub use store::{ApprovalRequest, RememberedRule, RuleEffect};
 pub use suggest::{
-    ArgOffer, DEFAULT_TTL_S, ScopeOffer, also_allows, duration_words, plain_command_prefix,
-    plain_words,
+    ArgOffer, DEFAULT_TTL_S, ScopeOffer, also_allows, duration_words, is_literal,
+    plain_command_prefix, plain_words, unescape_glob,
 };
 
 /// The state of an approval request. Stored as text; only ever extended.

@@ -238,6 +238,38 @@ pub fn plain_words(name: &str, prefix: &str) -> String {
     )
 }
 
+/// Whether a glob has no wildcard outside a backslash escape (or the
+/// `[,]` a comma is written as).
+pub fn is_literal(pattern: &str) -> bool {
+    let unescaped = pattern.replace("[,]", ",");
+    let mut chars = unescaped.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '*' | '?' | '[' | ']' | '{' | '}' => return false,
+            _ => {}
+        }
+    }
+    true
+}
+
+/// A literal glob as the text it matches.
+pub fn unescape_glob(pattern: &str) -> String {
+    let unescaped = pattern.replace("[,]", ",");
+    let mut out = String::with_capacity(unescaped.len());
+    let mut chars = unescaped.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            out.extend(chars.next());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// A value as a glob that matches only itself: metacharacters escaped,
 /// commas in a class (a bare comma would end the SCOPE clause).
 fn literal_glob(s: &str) -> String {
@@ -387,6 +419,8 @@ pub fn also_allows(narrow: &ScopeDef, chosen: &ScopeDef, ttl_s: Option<u64>) -> 
             match chosen.args.iter().find(|c| c.pointer == n.pointer) {
                 None => what.push(format!("any {}", arg_name(&n.pointer))),
                 Some(c) if c.kind == n.kind && c.pattern == n.pattern => {}
+                // One value, and it covers the request: no broader.
+                Some(c) if c.kind != PatternKind::Regex && is_literal(&c.pattern) => {}
                 Some(c) => what.push(loosened(c)),
             }
         }

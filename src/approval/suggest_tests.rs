@@ -298,6 +298,9 @@ async fn broadening_is_said_in_words() {
         also_allows(&narrow, &no_caller, Some(DEFAULT_TTL_S)).as_deref(),
         Some("Also allows the same call from any caller.")
     );
+    // Narrowed to the one value it has: nothing more.
+    let exact_value = bind("tool,/command=ls -la,caller").await;
+    assert_eq!(also_allows(&narrow, &exact_value, Some(DEFAULT_TTL_S)), None);
     assert_eq!(
         also_allows(&narrow, &bind("tool=*,/command=l*").await, Some(60)).as_deref(),
         Some("Also allows calls of every tool and any command matching `l*` from any caller.")

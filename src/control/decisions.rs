@@ -18,7 +18,7 @@ use super::{Control, ControlError};
 pub use crate::approval::Decider;
 use crate::approval::{
     ApprovalError, ApprovalStatus, Approvals, CallerInfo, CallerKey, Decision, RememberedRule,
-    RuleEffect, ScopeDef, ScopeError, also_allows, plain_command_prefix,
+    RuleEffect, ScopeDef, ScopeError, also_allows, is_literal, plain_command_prefix, unescape_glob,
 };
 use crate::policy::PatternKind;
 use crate::tool::ToolDef;
@@ -363,38 +363,6 @@ fn caller_words(k: &CallerKey) -> String {
     } else {
         format!("from {name} ({})", details.join(", "))
     }
-}
-
-/// Whether a glob has no wildcard outside a backslash escape (or the
-/// `[,]` a comma is written as).
-fn is_literal(pattern: &str) -> bool {
-    let unescaped = pattern.replace("[,]", ",");
-    let mut chars = unescaped.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => {
-                chars.next();
-            }
-            '*' | '?' | '[' | ']' | '{' | '}' => return false,
-            _ => {}
-        }
-    }
-    true
-}
-
-/// A literal glob as the text it matches.
-fn unescape_glob(pattern: &str) -> String {
-    let unescaped = pattern.replace("[,]", ",");
-    let mut out = String::with_capacity(unescaped.len());
-    let mut chars = unescaped.chars();
-    while let Some(c) = chars.next() {
-        if c == '\\' {
-            out.extend(chars.next());
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// Why a scope cannot be used, as the dialog says it.
