@@ -194,7 +194,8 @@ pub enum Event {
     },
     // ---- approvals and policy -------------------------------------------
     // Like every event, these carry no call arguments: a UI that wants to
-    // show them asks `Approvals::pending`, which redacts secret ones.
+    // show them asks `Approvals::pending`, which redacts secret ones. A
+    // request carries only its redacted one-line preview.
     /// A call waits for a person.
     ApprovalRequested {
         /// Request id (what `toolgate approve` takes).
@@ -203,6 +204,11 @@ pub enum Event {
         call_id: u64,
         /// The tool.
         tool: String,
+        /// Its arguments in one line, secrets hidden and cut to 120
+        /// characters ([`crate::preview`]): what tells four waiting calls
+        /// of one tool apart. A summary made for people, not the
+        /// arguments themselves.
+        preview: String,
         /// The call's risk.
         risk: Risk,
         /// Which rule asked.

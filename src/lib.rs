@@ -30,6 +30,7 @@ pub mod mcp;
 pub mod paths;
 pub mod pipeline;
 pub mod policy;
+pub mod preview;
 pub mod private_file;
 pub mod registry;
 pub mod schema;

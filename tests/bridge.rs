@@ -284,6 +284,7 @@ async fn a_person_approves_and_denies_from_the_cli() {
         let pending: Value = serde_json::from_str(&out).unwrap();
         if let Some(id) = pending[0]["id"].as_i64() {
             assert_eq!(pending[0]["tool"], "shell_exec");
+            assert_eq!(pending[0]["preview"], "echo from-the-cli");
             break id;
         }
         assert!(
@@ -292,6 +293,14 @@ async fn a_person_approves_and_denies_from_the_cli() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
+    // The listing people read names the request by its command.
+    let (code, out, err) = run_cli(dir.path(), &["approvals"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with(&format!("#{id}  high  shell_exec  echo from-the-cli\n")),
+        "{out}"
+    );
+    assert!(out.contains("denied automatically in"), "{out}");
     // Approving says what happened in a sentence, not the request record.
     let (code, out, err) = run_cli(
         dir.path(),

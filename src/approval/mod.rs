@@ -25,6 +25,7 @@ mod queue;
 mod remembered;
 mod scope;
 mod store;
+mod suggest;
 
 use std::fmt;
 use std::sync::Arc;
@@ -37,6 +38,10 @@ pub use queue::{Always, Answer, ApprovalOptions, Approvals, Ask, Decided, Decisi
 pub use remembered::{NewRule, RuleEdit, RuleInUse};
 pub use scope::{ArgClause, CallerInfo, CallerKey, Scope, ScopeDef, ScopeError, ScopeSpec};
 pub use store::{ApprovalRequest, RememberedRule, RuleEffect};
+pub use suggest::{
+    ArgOffer, DEFAULT_TTL_S, ScopeOffer, also_allows, duration_words, is_literal,
+    plain_command_prefix, plain_words, unescape_glob,
+};
 
 /// The state of an approval request. Stored as text; only ever extended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ts_rs::TS)]

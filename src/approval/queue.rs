@@ -193,6 +193,9 @@ pub struct Ask<'a> {
     pub args: &'a Value,
     /// The arguments as people may see them (secrets redacted).
     pub shown_args: Value,
+    /// `shown_args` in one line ([`crate::preview::preview`], made where
+    /// the tool's definition is known).
+    pub preview: String,
     /// The policy version that asked.
     pub policy_version: u64,
     /// Why it asks.
@@ -518,7 +521,10 @@ impl Approvals {
         Ok(rule)
     }
 
-    async fn live_request(&self, id: i64) -> Result<(ApprovalRequest, Value), ApprovalError> {
+    pub(super) async fn live_request(
+        &self,
+        id: i64,
+    ) -> Result<(ApprovalRequest, Value), ApprovalError> {
         let found = self
             .inner
             .live()
@@ -568,6 +574,7 @@ impl Approvals {
             call_id: i64::try_from(ask.call_id).unwrap_or(i64::MAX),
             tool: ask.tool.to_owned(),
             args: ask.shown_args,
+            preview: ask.preview,
             args_hash: hash,
             policy_version: i64::try_from(ask.policy_version).unwrap_or(i64::MAX),
             risk: ask.assessment.risk,
@@ -840,6 +847,7 @@ impl Approvals {
             id: r.id,
             call_id,
             tool: r.tool.clone(),
+            preview: r.preview.clone(),
             risk: r.risk,
             rule: r.rule.clone(),
             reason: r.reason.clone(),

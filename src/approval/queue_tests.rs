@@ -348,6 +348,7 @@ async fn leave_pending(a: &Approvals, pid: i32, args: Value, expires_ms: i64) ->
         call_id: 1,
         tool: "sh".into(),
         args: args.clone(),
+        preview: crate::preview::preview(None, &args),
         args_hash: a.call_hash("sh", &args),
         policy_version: 1,
         risk: Risk::Critical,

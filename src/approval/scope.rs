@@ -251,7 +251,7 @@ pub enum ScopeError {
     )]
     UnknownCaller,
     /// The scope would not cover the request it was made from.
-    #[error("scope `{scope}` does not cover the call being decided ({why})")]
+    #[error("the rule `{scope}` would not cover the very request being decided: {why}")]
     MissesRequest {
         /// The scope.
         scope: String,
@@ -473,20 +473,30 @@ impl Scope {
     /// The first clause the call misses, in words; `None` = inside.
     fn miss(&self, tool: &str, args: &Value, caller: &CallerKey) -> Option<String> {
         if !self.tool.is_match(tool) {
-            return Some(format!("tool `{tool}` is not `{}`", self.def.tool));
+            return Some(format!(
+                "its tool `{tool}` does not match `{}`",
+                self.def.tool
+            ));
         }
         if let Some(c) = self.conds.iter().find(|c| !c.holds(args)) {
-            return Some(format!("argument {} is false", c.describe()));
+            let name = c.pointer.trim_start_matches('/');
+            return Some(match args.pointer(&c.pointer) {
+                None => format!("it has no argument `{name}`"),
+                Some(_) => format!(
+                    "its argument `{name}` does not match `{}`",
+                    c.pattern.source()
+                ),
+            });
         }
         if let Some(h) = &self.def.args_hash
             && *h != call_hash(&self.key, tool, args)
         {
-            return Some("the arguments differ".into());
+            return Some("its arguments are not the same".into());
         }
         if let Some(k) = &self.def.caller
             && k != caller
         {
-            return Some(format!("the caller is not {k}"));
+            return Some(format!("it comes from another caller than {k}"));
         }
         None
     }

@@ -25,6 +25,9 @@ pub struct ApprovalRequest {
     pub tool: String,
     /// The arguments, secret ones redacted.
     pub args: Value,
+    /// The arguments in one line, for lists (see [`crate::preview`]): the
+    /// command, URL or path that tells this request from its neighbours.
+    pub preview: String,
     /// `call_hash(key, tool, args)` of the unredacted arguments: the binding.
     pub args_hash: String,
     /// The policy version that asked.
@@ -82,11 +85,15 @@ struct RequestRow {
 
 impl RequestRow {
     fn into_request(self) -> ApprovalRequest {
+        let args = serde_json::from_str(&self.args).unwrap_or(Value::Null);
         ApprovalRequest {
             id: self.id,
             call_id: self.call_id,
             tool: self.tool,
-            args: serde_json::from_str(&self.args).unwrap_or(Value::Null),
+            // Made again from the stored arguments: the tool may be gone,
+            // so its parameter names decide what leads.
+            preview: crate::preview::preview(None, &args),
+            args,
             args_hash: self.args_hash,
             policy_version: self.policy_version,
             // An unreadable value reads as the most cautious one.

@@ -75,6 +75,11 @@ impl std::fmt::Display for Actor {
 pub struct ScopeBody {
     /// The scope to preview.
     pub scope: String,
+    /// The expiry the rule would have, seconds; absent = until revoked
+    /// (as in the decision's `always`). Only the words use it.
+    #[serde(default)]
+    #[ts(optional, type = "number")]
+    pub ttl_s: Option<u64>,
 }
 
 /// Body of `PUT /api/policy`: the edited document and the policy version
@@ -179,7 +184,7 @@ pub trait ConsoleApi: Clone + Send + Sync + 'static {
     fn preview_scope(
         &self,
         id: i64,
-        scope: String,
+        body: ScopeBody,
     ) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
         unwired::<()>("the scope preview")
     }

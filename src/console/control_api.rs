@@ -6,7 +6,9 @@
 use futures::StreamExt;
 use serde::Serialize;
 
-use super::api::{Actor, ApiResult, ConsoleApi, EventFeed, Export, FeedItem, PolicyTestBody};
+use super::api::{
+    Actor, ApiResult, ConsoleApi, EventFeed, Export, FeedItem, PolicyTestBody, ScopeBody,
+};
 use super::error::ApiError;
 use crate::control::types::{ApproveInput, AuditQuery, DenyInput, ExportFormat};
 use crate::control::{Control, ControlError, Decider, StreamItem};
@@ -135,8 +137,8 @@ impl ConsoleApi for Control {
         Ok(Control::deny(self, id, &by, input).await?)
     }
 
-    async fn preview_scope(&self, id: i64, scope: String) -> ApiResult<impl Serialize + Send> {
-        Ok(Control::preview_scope(self, id, &scope).await?)
+    async fn preview_scope(&self, id: i64, body: ScopeBody) -> ApiResult<impl Serialize + Send> {
+        Ok(Control::preview_scope(self, id, &body.scope, body.ttl_s).await?)
     }
 
     async fn rules(&self) -> ApiResult<impl Serialize + Send> {

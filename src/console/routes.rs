@@ -336,7 +336,7 @@ async fn deny<A: ConsoleApi>(
 async fn scope<A: ConsoleApi>(State(s): S<A>, Path(raw): Path<String>, bytes: Bytes) -> Response {
     let parsed = id(&raw, "approval request").and_then(|id| Ok((id, body::<ScopeBody>(&bytes)?)));
     match parsed {
-        Ok((id, b)) => json(s.api.preview_scope(id, b.scope).await),
+        Ok((id, b)) => json(s.api.preview_scope(id, b).await),
         Err(e) => e.into_response(),
     }
 }

@@ -194,6 +194,9 @@ pub(crate) fn summary_of(row: &CallRow) -> CallSummary {
         call_id: row.call_id,
         ts_ms: row.ts_ms,
         tool: row.tool.clone(),
+        preview: serde_json::from_str(&row.args)
+            .map(|args| crate::preview::preview(None, &args))
+            .unwrap_or_default(),
         caller: caller_of(&row.caller).map_or_else(|| row.caller.clone(), |c| c.short()),
         session: row.session.clone(),
         decision: row.decision.clone(),

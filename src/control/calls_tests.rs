@@ -41,6 +41,7 @@ async fn a_call_detail_has_its_stages_redacted_arguments_and_both_outputs() {
         d.summary.caller
     );
     assert_eq!(d.args, json!({"text": "hello"}));
+    assert_eq!(d.summary.preview, "text=hello");
     assert_eq!(d.verdict.as_deref(), Some("allow"));
     assert_eq!(d.rule.as_deref(), Some("preset:autonomous"));
     let stages: Vec<&str> = d.summary.stages.iter().map(|(s, _)| s.as_str()).collect();
@@ -96,6 +97,9 @@ async fn a_call_that_waited_for_a_person_carries_its_approval_with_secrets_redac
     assert_eq!(approval.decided_by.as_deref(), Some("console"));
     assert!(!d.args.to_string().contains("s3cret"), "{}", d.args);
     assert!(!approval.args.to_string().contains("s3cret"));
+    // Lists read the command; the secret stays out of the preview too.
+    assert_eq!(d.summary.preview, "frobnicate");
+    assert_eq!(approval.preview, "frobnicate");
 }
 
 #[test]

@@ -17,9 +17,11 @@ use super::types::{
 use super::{Control, ControlError};
 pub use crate::approval::Decider;
 use crate::approval::{
-    Approvals, CallerInfo, Decision, RememberedRule, RuleEffect, ScopeDef, ScopeError,
+    ApprovalError, ApprovalStatus, Approvals, CallerInfo, CallerKey, Decision, RememberedRule,
+    RuleEffect, ScopeDef, ScopeError, also_allows, is_literal, plain_command_prefix, unescape_glob,
 };
 use crate::policy::PatternKind;
+use crate::tool::ToolDef;
 use crate::wire::AlwaysInput;
 
 /// Longest "always" expiry: ten years. Longer is a typo (and would
@@ -55,10 +57,31 @@ impl Control {
     pub async fn approval(&self, id: i64) -> Result<ApprovalDetail, ControlError> {
         let request = self.approvals()?.get(id).await?;
         let caller_recent = self.caller_recent(&request.tool, &request.caller).await?;
+        let scope = match request.status {
+            ApprovalStatus::Pending => {
+                let def = self.tool_def(&request.tool);
+                match self.approvals()?.offer(id, def.as_ref()).await {
+                    Ok(offer) => Some(offer),
+                    // Decided or closed meanwhile.
+                    Err(ApprovalError::AlreadyDecided { .. } | ApprovalError::NotFound { .. }) => {
+                        None
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            _ => None,
+        };
         Ok(ApprovalDetail {
             request,
             caller_recent,
+            scope,
         })
+    }
+
+    /// The definition of the tool a request is for, while it is registered.
+    fn tool_def(&self, tool: &str) -> Option<ToolDef> {
+        let tools = self.engine().registry().snapshot();
+        tools.get(tool).map(|t| t.def.clone())
     }
 
     /// The newest 10 calls of `tool` by the same caller (pid aside).
@@ -155,20 +178,35 @@ impl Control {
         })
     }
 
-    /// What `scope` would cover if request `id` were decided with it:
-    /// nothing is changed. A scope that is malformed or misses the
-    /// request is not an error here; `problem` says why it cannot be used.
+    /// What `scope` would cover if request `id` were decided with it, for
+    /// `ttl_s` (`None`: until revoked): nothing is changed. A scope that is
+    /// malformed or misses the request is not an error here; `problem`
+    /// says why it cannot be used. `also_allows` says what it lets through
+    /// beyond the narrowest scope for the request.
     ///
     /// # Errors
     /// Unknown id, the request ended, or the store.
-    pub async fn preview_scope(&self, id: i64, scope: &str) -> Result<ScopePreview, ControlError> {
-        match self.approvals()?.bind_scope(id, scope).await {
-            Ok(bound) => Ok(ScopePreview {
-                text: bound.to_string(),
-                covers_request: true,
-                words: scope_words(bound.def()),
-                problem: None,
-            }),
+    pub async fn preview_scope(
+        &self,
+        id: i64,
+        scope: &str,
+        ttl_s: Option<u64>,
+    ) -> Result<ScopePreview, ControlError> {
+        let approvals = self.approvals()?;
+        match approvals.bind_scope(id, scope).await {
+            Ok(bound) => {
+                let def = self.tool_def(&approvals.get(id).await?.tool);
+                let narrow = approvals.narrowest(id, def.as_ref()).await;
+                Ok(ScopePreview {
+                    text: bound.to_string(),
+                    covers_request: true,
+                    words: scope_words(bound.def()),
+                    problem: None,
+                    also_allows: narrow
+                        .ok()
+                        .and_then(|n| also_allows(&n, bound.def(), ttl_s)),
+                })
+            }
             Err(crate::approval::ApprovalError::Scope(e)) => {
                 let text = match &e {
                     ScopeError::MissesRequest { scope, .. } => scope.clone(),
@@ -178,7 +216,8 @@ impl Control {
                     text,
                     covers_request: false,
                     words: String::new(),
-                    problem: Some(e.to_string()),
+                    problem: Some(problem_words(&e)),
+                    also_allows: None,
                 })
             }
             Err(e) => Err(e.into()),
@@ -273,11 +312,22 @@ fn scope_body(def: &ScopeDef) -> String {
     let mut parts = Vec::new();
     for a in &def.args {
         let name = a.pointer.trim_start_matches('/').replace('/', ".");
-        parts.push(match a.kind {
-            PatternKind::Glob => format!("whose argument `{name}` matches `{}`", a.pattern),
-            PatternKind::Path => format!("whose argument `{name}` is a path under `{}`", a.pattern),
-            PatternKind::Regex => format!(
-                "whose argument `{name}` matches the regular expression `{}`",
+        let literal = is_literal(&a.pattern);
+        parts.push(match (a.kind, plain_command_prefix(&a.pattern)) {
+            (PatternKind::Regex, Some(prefix)) => format!(
+                "whose `{name}` runs `{prefix}` with any plain arguments (no `;`, `&`, `|`, `$`, \
+                 quotes, brackets or redirection)"
+            ),
+            (PatternKind::Glob, _) if literal => {
+                format!("whose `{name}` is exactly `{}`", unescape_glob(&a.pattern))
+            }
+            (PatternKind::Glob, _) => format!("whose `{name}` matches `{}`", a.pattern),
+            (PatternKind::Path, _) if literal => {
+                format!("whose `{name}` is the path `{}`", unescape_glob(&a.pattern))
+            }
+            (PatternKind::Path, _) => format!("whose `{name}` is a path under `{}`", a.pattern),
+            (PatternKind::Regex, None) => format!(
+                "whose `{name}` matches the regular expression `{}`",
                 a.pattern
             ),
         });
@@ -286,12 +336,47 @@ fn scope_body(def: &ScopeDef) -> String {
         parts.push("with exactly these arguments".into());
     }
     if let Some(c) = &def.caller {
-        parts.push(format!("from {c}"));
+        parts.push(caller_words(c));
     }
     if parts.is_empty() {
         tool
     } else {
         format!("{tool} {}", parts.join(", "))
+    }
+}
+
+/// "from agent-alpha (agent 1, running /usr/bin/python3.11 as uid 1000)":
+/// a remembered caller as people know it, its program named.
+fn caller_words(k: &CallerKey) -> String {
+    let program = k.exe.as_deref().unwrap_or("an unnamed program");
+    let name = k.client_name.as_deref().unwrap_or(program);
+    let mut runs = Vec::new();
+    if k.client_name.is_some() {
+        runs.push(format!("running {program}"));
+    }
+    if let Some(u) = k.uid {
+        runs.push(format!("as uid {u}"));
+    }
+    let details: Vec<String> = k
+        .agent_id
+        .iter()
+        .map(|a| format!("agent {a}"))
+        .chain((!runs.is_empty()).then(|| runs.join(" ")))
+        .collect();
+    if details.is_empty() {
+        format!("from {name}")
+    } else {
+        format!("from {name} ({})", details.join(", "))
+    }
+}
+
+/// Why a scope cannot be used, as the dialog says it.
+fn problem_words(e: &ScopeError) -> String {
+    match e {
+        ScopeError::MissesRequest { why, .. } => format!(
+            "This rule would not apply to the request you are deciding: {why}. Widen the part that leaves it out."
+        ),
+        other => other.to_string(),
     }
 }
 

@@ -145,7 +145,7 @@ async fn always_allow_remembers_the_scope_with_its_expiry_and_counts_its_hits() 
     assert!(rules[0].last_used_ms.is_some() && rules[0].active);
     assert!(
         rules[0].words.starts_with(
-            "Allow every call of `shell_exec` whose argument `command` matches `make*`, until "
+            "Allow every call of `shell_exec` whose `command` matches `make*`, until "
         ),
         "{}",
         rules[0].words
@@ -284,41 +284,41 @@ async fn the_scope_preview_binds_to_the_request_and_changes_nothing() {
     let (_call, id) = waiting(&rig, "git frobnicate").await;
     let p = rig
         .control
-        .preview_scope(id, "tool,/command=git *")
+        .preview_scope(id, "tool,/command=git *", Some(3_600))
         .await
         .expect("preview");
     assert!(p.covers_request && p.problem.is_none());
     assert_eq!(p.text, "tool=shell_exec,/command=git *");
     assert_eq!(
         p.words,
-        "Every call of `shell_exec` whose argument `command` matches `git *`."
+        "Every call of `shell_exec` whose `command` matches `git *`."
     );
     let p = rig
         .control
-        .preview_scope(id, "caller")
+        .preview_scope(id, "caller", Some(3_600))
         .await
         .expect("preview");
     assert!(p.covers_request);
     assert!(
-        p.words.contains("from socket client test-agent"),
+        p.words.contains("from test-agent (running /"),
         "{}",
         p.words
     );
     let p = rig
         .control
-        .preview_scope(id, "tool=fs_*")
+        .preview_scope(id, "tool=fs_*", None)
         .await
         .expect("preview");
     assert!(!p.covers_request);
     assert!(
         p.problem
             .as_deref()
-            .is_some_and(|m| m.contains("does not cover")),
+            .is_some_and(|m| m.starts_with("This rule would not apply to the request you are deciding: its tool `shell_exec` does not match `fs_*`.")),
         "{p:?}"
     );
     let p = rig
         .control
-        .preview_scope(id, "what")
+        .preview_scope(id, "what", None)
         .await
         .expect("preview");
     assert!(!p.covers_request && p.problem.is_some());
@@ -329,7 +329,7 @@ async fn the_scope_preview_binds_to_the_request_and_changes_nothing() {
     assert!(rig.control.rules().expect("rules").is_empty());
     let e = rig
         .control
-        .preview_scope(55_555, "tool")
+        .preview_scope(55_555, "tool", None)
         .await
         .expect_err("unknown");
     assert_eq!(e.code(), "not_found");
@@ -350,4 +350,163 @@ fn deciders_read_as_the_contract_says() {
     assert!(console().is_person() && !Decider::Shutdown.is_person());
     let json = serde_json::to_value(cli()).unwrap_or_default();
     assert_eq!(json["kind"], "cli");
+}
+
+#[tokio::test]
+async fn always_starts_at_the_narrowest_scope_and_broadening_is_worded() {
+    let rig = Rig::new().await;
+    let (call, id) = waiting(&rig, "frob --all src").await;
+    let detail = rig.control.approval(id).await.expect("detail");
+    assert_eq!(detail.request.preview, "frob --all src");
+    let offer = detail.scope.expect("an offer while pending");
+    assert!(offer.caller && !offer.exact, "{offer:?}");
+    assert_eq!(offer.ttl_s, crate::approval::DEFAULT_TTL_S);
+    assert!(
+        offer.narrowest.starts_with("tool,/command:re=^frob")
+            && offer.narrowest.ends_with(",caller"),
+        "{}",
+        offer.narrowest
+    );
+    let p = rig
+        .control
+        .preview_scope(id, &offer.narrowest, Some(offer.ttl_s))
+        .await
+        .expect("preview");
+    assert!(p.covers_request, "{p:?}");
+    assert_eq!(p.also_allows, None);
+    assert!(
+        p.words.starts_with(
+            "Every call of `shell_exec` whose `command` runs `frob` with any plain arguments"
+        ),
+        "{}",
+        p.words
+    );
+    let p = rig
+        .control
+        .preview_scope(id, "tool", Some(7 * 86_400))
+        .await
+        .expect("preview");
+    assert_eq!(
+        p.also_allows.as_deref(),
+        Some("Also allows any command from any caller, for 7 days.")
+    );
+    // Deciding with the offer makes a rule that lets the same shape from
+    // this caller through, and nothing chained onto it.
+    let d = rig
+        .control
+        .approve(
+            id,
+            &console(),
+            ApproveInput {
+                always: Some(AlwaysInput {
+                    scope: offer.narrowest.clone(),
+                    ttl_s: Some(offer.ttl_s),
+                }),
+            },
+        )
+        .await
+        .expect("approve");
+    assert!(d.rule.is_some());
+    call.await.expect("call").result.expect("ran");
+    let reply = rig.call("shell_exec", json!({"command": "frob -R"})).await;
+    assert_eq!(
+        reply.result.expect("allowed by the rule").joined_text(),
+        "ran frob -R"
+    );
+    let (chained, id2) = waiting(&rig, "frob; echo chained").await;
+    assert!(
+        rig.control
+            .approval(id2)
+            .await
+            .expect("asks")
+            .scope
+            .is_some()
+    );
+    rig.control
+        .deny(id2, &console(), DenyInput::default())
+        .await
+        .expect("deny");
+    chained.await.expect("call").result.expect_err("denied");
+    // Once decided, nothing is offered.
+    assert!(
+        rig.control
+            .approval(id)
+            .await
+            .expect("detail")
+            .scope
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn a_waiting_request_previews_its_arguments_with_secrets_hidden() {
+    let rig = Rig::new().await;
+    let mut sub = rig.control.subscribe(None);
+    let engine = rig.engine.clone();
+    let args = json!({"command": "curl -H 'Authorization: Bearer sk-live-0123456789' https://x", "token": "hunter2-token"});
+    let _call = tokio::spawn(async move { engine.call(&session(), "shell_exec", args).await });
+    let preview = loop {
+        match sub.next().await {
+            Some(StreamItem::Event(e)) => {
+                if let Event::ApprovalRequested { preview, .. } = &e.event {
+                    break preview.clone();
+                }
+            }
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(preview, "curl -H 'Authorization: [redacted]' https://x");
+    let pending = rig.control.pending().expect("pending");
+    assert_eq!(pending[0].preview, preview);
+    let offer = rig
+        .control
+        .approval(pending[0].id)
+        .await
+        .expect("detail")
+        .scope
+        .expect("offer");
+    assert_eq!(offer.narrowest, "tool,args,caller");
+}
+
+#[test]
+fn a_remembered_caller_reads_as_people_know_it() {
+    let k = CallerKey {
+        via: "socket".into(),
+        uid: Some(1000),
+        exe: Some("/usr/bin/python3.11".into()),
+        client_name: Some("agent-alpha".into()),
+        agent_id: Some("1".into()),
+    };
+    assert_eq!(
+        caller_words(&k),
+        "from agent-alpha (agent 1, running /usr/bin/python3.11 as uid 1000)"
+    );
+    let bare = CallerKey {
+        client_name: None,
+        agent_id: None,
+        uid: None,
+        ..k
+    };
+    assert_eq!(caller_words(&bare), "from /usr/bin/python3.11");
+}
+
+#[test]
+fn literal_patterns_read_as_the_value_they_match() {
+    assert!(is_literal(r"~/proj/notes \[draft\].md"));
+    assert_eq!(unescape_glob(r"a\*b[,]c"), "a*b,c");
+    assert!(!is_literal("~/proj/**"));
+    let def = ScopeDef {
+        tool: "fs_write".into(),
+        args: vec![crate::approval::ArgClause {
+            pointer: "/path".into(),
+            kind: PatternKind::Path,
+            pattern: r"~/a\*.md".into(),
+        }],
+        args_hash: None,
+        caller: None,
+    };
+    assert_eq!(
+        scope_words(&def),
+        "Every call of `fs_write` whose `path` is the path `~/a*.md`."
+    );
 }

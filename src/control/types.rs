@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use ts_rs::TS;
 
-use crate::approval::{ApprovalRequest, RememberedRule};
+use crate::approval::{ApprovalRequest, RememberedRule, ScopeOffer};
 use crate::barrier::BarrierStatus;
 use crate::error::ErrorKind;
 use crate::events::Event;
@@ -250,7 +250,8 @@ pub struct PolicySummary {
     pub config_problem: Option<String>,
 }
 
-/// One audited call, without its arguments or output.
+/// One audited call, without its arguments or output (only their
+/// one-line preview).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 pub struct CallSummary {
     /// Audit row id (the key for paging).
@@ -261,6 +262,9 @@ pub struct CallSummary {
     pub ts_ms: i64,
     /// Tool name as requested.
     pub tool: String,
+    /// Its arguments in one line, secrets hidden, at most 120 characters
+    /// (see [`crate::preview`]).
+    pub preview: String,
     /// Who called, in words (`socket client claude uid 1000 pid 42`).
     pub caller: String,
     /// Session id.
@@ -431,6 +435,10 @@ pub struct ScopePreview {
     pub words: String,
     /// Why it cannot be used, if it cannot.
     pub problem: Option<String>,
+    /// What it lets through beyond the narrowest scope for this request
+    /// ([`ApprovalDetail::scope`]), and for longer, in words (`Also allows
+    /// any command from any caller, for 7 days.`); `None` when nothing.
+    pub also_allows: Option<String>,
 }
 
 /// A request with the context a person decides on.
@@ -440,6 +448,9 @@ pub struct ApprovalDetail {
     pub request: ApprovalRequest,
     /// The same caller's last calls of this tool, newest first.
     pub caller_recent: Vec<CallSummary>,
+    /// Where "always" starts: the narrowest scope covering this request
+    /// and the conditions offered; `None` once it is no longer pending.
+    pub scope: Option<ScopeOffer>,
 }
 
 /// A remembered rule with its use.

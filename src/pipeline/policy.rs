@@ -146,11 +146,13 @@ impl Policy {
         };
         note(call, "ask", &a);
         let hash = approvals.call_hash(call.tool_name(), &call.args);
+        let shown_args = call.tool.schema.redact(&call.args).into_owned();
         let ask = Ask {
             call_id: call.id,
             tool: call.tool.def.name.as_str(),
             args: &call.args,
-            shown_args: call.tool.schema.redact(&call.args).into_owned(),
+            preview: crate::preview::preview(Some(&call.tool.def), &shown_args),
+            shown_args,
             policy_version: version,
             assessment: &a,
             caller: &call.ctx.caller,

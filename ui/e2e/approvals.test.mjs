@@ -106,7 +106,7 @@ describe('approvals', { skip: skipUnlessReady(), timeout: 180_000 }, () => {
     const r = await first.result;
     assert.equal(r.isError, false, JSON.stringify(r));
     assert.match(text(r), /approved-by-click/);
-    await row(id).getByText('Approved').waitFor();
+    await row(id).getByText('Approved', { exact: true }).waitFor();
 
     const second = agent.start('shell_exec', { command: 'echo approved-by-key' });
     const id2 = await requestFor('echo approved-by-key');
@@ -117,7 +117,7 @@ describe('approvals', { skip: skipUnlessReady(), timeout: 180_000 }, () => {
     const r2 = await second.result;
     assert.equal(r2.isError, false, JSON.stringify(r2));
     assert.match(text(r2), /approved-by-key/);
-    await row(id2).getByText('Approved').waitFor();
+    await row(id2).getByText('Approved', { exact: true }).waitFor();
   });
 
   test('2. deny with a reason: the agent gets the reason and the command never ran', async () => {
@@ -137,7 +137,7 @@ describe('approvals', { skip: skipUnlessReady(), timeout: 180_000 }, () => {
     assert.equal(errorKind(r), 'denied', JSON.stringify(r));
     assert.match(text(r), /not on main: open a branch first/);
     assert.equal(existsSync(marker), false, 'the denied command must not have run');
-    await row(id).getByText('Denied').waitFor();
+    await row(id).getByText('Denied', { exact: true }).waitFor();
   });
 
   test('3. a countdown that runs out: shown as timed out, the agent got a denial', async () => {
@@ -147,7 +147,7 @@ describe('approvals', { skip: skipUnlessReady(), timeout: 180_000 }, () => {
     const r = await call.result;
     assert.equal(r.isError, true, JSON.stringify(r));
     assert.equal(errorKind(r), 'approval_timed_out', JSON.stringify(r));
-    await row(id).getByText('No decision in time').waitFor({ timeout: 10_000 });
+    await row(id).getByText('No decision in time', { exact: true }).waitFor({ timeout: 10_000 });
     assert.equal(await row(id).getByRole('timer').count(), 0, 'no countdown once it has ended');
   });
 
@@ -158,7 +158,7 @@ describe('approvals', { skip: skipUnlessReady(), timeout: 180_000 }, () => {
     await row(id).waitFor();
     leaver.destroy();
     const ended = row(id);
-    await ended.getByText('Cancelled').waitFor({ timeout: 10_000 });
+    await ended.getByText('Cancelled', { exact: true }).waitFor({ timeout: 10_000 });
     assert.match((await ended.getAttribute('class')) ?? '', /\bended\b/, 'an ended request is styled as ended');
     await select(id);
     const approve = page.getByRole('group', { name: 'Decide' }).getByRole('button', { name: /^Approve once/ });

@@ -170,7 +170,7 @@ describe('the page never lies', { skip: skipUnlessReady(), timeout: 240_000 }, (
     await detail().getByText(`Request #${first}`).waitFor();
     const r = await tg.cli(['deny', String(first), '--reason', 'not now']);
     assert.equal(r.code, 0, r.stderr);
-    await row(first).getByText('Denied').waitFor({ timeout: WITHIN });
+    await row(first).getByText('Denied', { exact: true }).waitFor({ timeout: WITHIN });
     await detail().getByText(/can no longer be decided/).waitFor({ timeout: WITHIN });
 
     const call = agent.start('shell_exec', { command: 'echo arrives-after' });
@@ -181,7 +181,7 @@ describe('the page never lies', { skip: skipUnlessReady(), timeout: 240_000 }, (
     const ok = await tg.cli(['approve', String(next)]);
     assert.equal(ok.code, 0, ok.stderr);
     assert.match(text(await call.result), /arrives-after/);
-    await row(next).getByText('Approved').waitFor({ timeout: WITHIN });
+    await row(next).getByText('Approved', { exact: true }).waitFor({ timeout: WITHIN });
   });
 
   test('approving one of three waiting requests selects the next, and `a` approves it', async () => {

@@ -80,6 +80,47 @@ pub(crate) async fn control(
     Ok(ExitCode::SUCCESS)
 }
 
+/// `toolgate approvals`: the waiting requests, each with what sets it
+/// apart from its neighbours (the arguments' one-line preview) and who
+/// asks; `--json` prints them whole.
+pub(crate) async fn approvals(cli: &Cli, json: bool) -> anyhow::Result<ExitCode> {
+    let mut c = control_client(cli).await?;
+    let r = c.request("toolgate/approvals", json!({})).await?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &r["pending"])?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let pending = r["pending"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    if pending.is_empty() {
+        writeln!(out, "no calls are waiting for a decision")?;
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    for p in pending {
+        let left_s = (p["expires_ms"].as_i64().unwrap_or(now) - now).max(0) / 1000;
+        writeln!(
+            out,
+            "#{}  {}  {}  {}",
+            p["id"],
+            p["risk"].as_str().unwrap_or("?"),
+            p["tool"].as_str().unwrap_or("?"),
+            p["preview"].as_str().unwrap_or(""),
+        )?;
+        writeln!(
+            out,
+            "    from {} · denied automatically in {left_s} s",
+            p["caller"]["text"].as_str().unwrap_or("an unknown caller"),
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub(crate) async fn breakers(
     cli: &Cli,
     reset: Option<&str>,

@@ -248,16 +248,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Breakers { reset, json } => inspect::breakers(&cli, reset.as_deref(), *json).await,
         Command::Audit { tail, limit, json } => inspect::audit(&cli, *tail, *limit, *json).await,
         Command::Doctor { json } => inspect::doctor(&cli, *json),
-        Command::Approvals { json } => {
-            inspect::control(
-                &cli,
-                "toolgate/approvals",
-                serde_json::json!({}),
-                "pending",
-                *json,
-            )
-            .await
-        }
+        Command::Approvals { json } => inspect::approvals(&cli, *json).await,
         Command::Approve { id, always, json } => {
             decide::approve(&cli, *id, always.as_deref(), *json).await
         }

@@ -25,6 +25,11 @@ tool: string,
  */
 args: JsonValue, 
 /**
+ * The arguments in one line, for lists (see [`crate::preview`]): the
+ * command, URL or path that tells this request from its neighbours.
+ */
+preview: string, 
+/**
  * `call_hash(key, tool, args)` of the unredacted arguments: the binding.
  */
 args_hash: string, 

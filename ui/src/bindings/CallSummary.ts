@@ -3,7 +3,8 @@ import type { CallOutcome } from "./CallOutcome";
 import type { ErrorKind } from "./ErrorKind";
 
 /**
- * One audited call, without its arguments or output.
+ * One audited call, without its arguments or output (only their
+ * one-line preview).
  */
 export type CallSummary = { 
 /**
@@ -22,6 +23,11 @@ ts_ms: number,
  * Tool name as requested.
  */
 tool: string, 
+/**
+ * Its arguments in one line, secrets hidden, at most 120 characters
+ * (see [`crate::preview`]).
+ */
+preview: string, 
 /**
  * Who called, in words (`socket client claude uid 1000 pid 42`).
  */

@@ -175,6 +175,13 @@ call_id: number,
  */
 tool: string, 
 /**
+ * Its arguments in one line, secrets hidden and cut to 120
+ * characters ([`crate::preview`]): what tells four waiting calls
+ * of one tool apart. A summary made for people, not the
+ * arguments themselves.
+ */
+preview: string, 
+/**
  * The call's risk.
  */
 risk: Risk, 

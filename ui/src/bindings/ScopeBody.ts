@@ -7,4 +7,9 @@ export type ScopeBody = {
 /**
  * The scope to preview.
  */
-scope: string, };
+scope: string, 
+/**
+ * The expiry the rule would have, seconds; absent = until revoked
+ * (as in the decision's `always`). Only the words use it.
+ */
+ttl_s?: number, };

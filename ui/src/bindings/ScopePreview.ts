@@ -20,4 +20,10 @@ words: string,
 /**
  * Why it cannot be used, if it cannot.
  */
-problem: string | null, };
+problem: string | null, 
+/**
+ * What it lets through beyond the narrowest scope for this request
+ * ([`ApprovalDetail::scope`]), and for longer, in words (`Also allows
+ * any command from any caller, for 7 days.`); `None` when nothing.
+ */
+also_allows: string | null, };

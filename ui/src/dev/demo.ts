@@ -166,12 +166,14 @@ export function install(): Demo {
       const req = pending.get(id) ?? snap.recent_approvals.find((x) => x.id === id);
       if (!req) return err(404, 'not_found', `No approval request #${id}.`);
       const recent = fx.recentCalls(now, 60).filter((c) => c.tool === req.tool || c.tool === 'fs_read').slice(0, 6);
-      return json({ request: req, caller_recent: recent });
+      // Demo data: the engine makes the real offer from the request.
+      const scope = req.status === 'pending' ? { args: [], exact: true, caller: true, narrowest: 'tool,args,caller', ttl_s: 86_400 } : null;
+      return json({ request: req, caller_recent: recent, scope });
     }
     if ((m = /^\/api\/approvals\/(\d+)\/(approve|deny|scope)$/.exec(p))) {
       const id = Number(m[1]);
       const b = (body ?? {}) as { reason?: string; scope?: string; always?: { scope: string; ttl_s?: number } };
-      const allowed = m[2] === 'approve' ? ['always'] : m[2] === 'deny' ? ['reason', 'always'] : ['scope'];
+      const allowed = m[2] === 'approve' ? ['always'] : m[2] === 'deny' ? ['reason', 'always'] : ['scope', 'ttl_s'];
       const unknown = unknownField(body, allowed);
       if (unknown) return err(422, 'invalid', `unknown field \`${unknown.split('.').pop()}\`, expected one of ${allowed.join(', ')}`, unknown);
       const req = pending.get(id);
@@ -185,6 +187,7 @@ export function install(): Demo {
             ? `Every call of \`${req?.tool ?? 'tool'}\`${scope.includes('/') ? ' whose arguments match the patterns' : ''}${scope.includes('caller') ? `, from ${req?.caller.client_name ?? 'this caller'}` : ''}.`
             : 'This scope does not cover the request being decided.',
           problem: covers ? null : 'the scope does not cover the request being decided; widen it or decide once',
+          also_allows: covers && !scope.includes('caller') ? 'Also allows the same call from any caller.' : null,
         };
         return json(preview);
       }
@@ -324,6 +327,7 @@ export function install(): Demo {
       created_ms: Date.now(),
       expires_ms: Date.now() + 60_000,
       args: { command: `npm run test -- --shard=${id % 4 + 1}/4`, cwd: '~/proj/web' },
+      preview: `npm run test -- --shard=${id % 4 + 1}/4`,
       tool: 'shell_exec',
       risk: 'high',
       rule: 'default:name(shell_exec)',
@@ -336,6 +340,7 @@ export function install(): Demo {
       id,
       call_id: req.call_id,
       tool: req.tool,
+      preview: req.preview,
       risk: req.risk,
       rule: req.rule,
       reason: req.reason,

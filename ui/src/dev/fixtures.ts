@@ -159,6 +159,20 @@ const ERRORS: [ErrorKind, string][] = [
   ['breaker_open', 'breaker for `web__fetch` is open; retry in 18 s'],
 ];
 
+/** Demo previews (the engine makes the real ones). */
+const DEMO_PREVIEWS = ['~/proj/src/main.rs', 'git status --short', 'https://api.github.com/repos/acme/web/pulls', 'query=retention policy limit=20'];
+
+/** Demo data: what the engine's preview shows first for these arguments. */
+function demoPreview(args: JsonValue): string {
+  if (args && typeof args === 'object' && !Array.isArray(args)) {
+    for (const k of ['command', 'url', 'path']) {
+      const v = args[k];
+      if (typeof v === 'string') return v;
+    }
+  }
+  return JSON.stringify(args);
+}
+
 /** One finished call, deterministic from `i`. */
 export function callAt(i: number, ts_ms: number, r: () => number): CallSummary {
   const tool = HOT_TOOLS[Math.floor(r() * r() * HOT_TOOLS.length)] ?? 'fs_read';
@@ -190,6 +204,7 @@ export function callAt(i: number, ts_ms: number, r: () => number): CallSummary {
     call_id: 50_000 + i,
     ts_ms,
     tool,
+    preview: DEMO_PREVIEWS[i % DEMO_PREVIEWS.length] ?? '',
     caller,
     session: `s-${(Math.floor(i / 40) % 7) + 1}`,
     decision: refused ? 'refused' : 'allowed',
@@ -233,6 +248,7 @@ function request(
     call_id: 70_000 + id,
     tool,
     args,
+    preview: demoPreview(args),
     args_hash: `b3f0c1${id}e9a7d2f4c8b1a6e5d3c2b1a09f8e7d6c5b4a3928170f6e5d4c3b2a19`,
     policy_version: 4,
     risk,

@@ -1,18 +1,48 @@
 import { describe, expect, it } from 'vitest';
-import { argClause, commandPrefix, hasBareComma, initialChoice, literalGlob, pointerOf, scopeProblems, scopeText, suggestArgs, type ScopeChoice } from './scope';
+import type { ScopeOffer } from './api/types';
+import { argClause, hasBareComma, initialChoice, scopeProblems, scopeText, TTL_CHOICES, ttlIndex, type ScopeChoice } from './scope';
 
-describe('scopeText', () => {
-  it('starts as "this tool" (prefilled with the tool)', () => {
-    expect(scopeText(initialChoice({ command: 'ls' }))).toBe('tool');
+const OFFER: ScopeOffer = {
+  args: [
+    { pointer: '/command', kind: 'regex', pattern: '^ls(?: +[A-Za-z0-9_./=:@%+~*?-]+)* *$', ticked: true, words: 'the command runs `ls` with any plain arguments' },
+    { pointer: '/cwd', kind: 'path', pattern: '/home/u/proj', ticked: true, words: 'the working directory is `/home/u/proj`' },
+    { pointer: '/note', kind: 'glob', pattern: 'hello', ticked: false, words: 'the note is exactly `hello`' },
+  ],
+  exact: false,
+  caller: true,
+  narrowest: 'tool,/command:re=^ls(?: +[A-Za-z0-9_./=:@%+~*?-]+)* *$,/cwd:path=/home/u/proj,caller',
+  ttl_s: 86_400,
+};
+
+describe('the starting choice', () => {
+  it('is the engine’s narrowest scope, spelled back exactly', () => {
+    const c = initialChoice(OFFER);
+    expect(c.caller).toBe(true);
+    expect(c.args.map((a) => a.enabled)).toEqual([true, true, false]);
+    expect(scopeText(c)).toBe(OFFER.narrowest);
+    expect(scopeProblems(c)).toEqual([]);
   });
 
+  it('falls back to exact arguments when the engine says so, and leaves out a caller it cannot name', () => {
+    const c = initialChoice({ ...OFFER, args: [], exact: true, caller: false, narrowest: 'tool,args' });
+    expect(scopeText(c)).toBe('tool,args');
+  });
+
+  it('starts at the engine’s expiry', () => {
+    expect(TTL_CHOICES[ttlIndex(86_400)]?.label).toBe('1 day');
+    expect(TTL_CHOICES[ttlIndex(3_600)]?.label).toBe('1 hour');
+    expect(TTL_CHOICES[ttlIndex(10)]?.label).toBe('1 hour');
+  });
+});
+
+describe('scopeText', () => {
   it('adds ticked argument clauses, exact args and caller, in the engine syntax', () => {
     const c: ScopeChoice = {
       tool: 'this',
       args: [
-        { pointer: '/command', kind: 'glob', pattern: 'git status*', enabled: true },
-        { pointer: '/cwd', kind: 'path', pattern: '~/proj/**', enabled: true },
-        { pointer: '/env', kind: 'regex', pattern: '^CI=', enabled: false },
+        { pointer: '/command', kind: 'glob', pattern: 'git status*', enabled: true, words: '', offered: '' },
+        { pointer: '/cwd', kind: 'path', pattern: '~/proj/**', enabled: true, words: '', offered: '' },
+        { pointer: '/env', kind: 'regex', pattern: '^CI=', enabled: false, words: '', offered: '' },
       ],
       exact: false,
       caller: true,
@@ -29,65 +59,20 @@ describe('scopeText', () => {
   });
 });
 
-describe('suggestions from the request arguments', () => {
-  it('a path → everything under its directory; a command → same program and subcommand; a URL → same origin', () => {
-    const s = suggestArgs({
-      path: '~/proj/src/main.rs',
-      command: 'git status --short',
-      url: 'https://api.github.com/repos/x/y?page=2',
-      title: 'hello, world',
-      token: '[redacted]',
-      n: 3,
-    });
-    expect(s).toEqual([
-      { pointer: '/path', kind: 'path', pattern: '~/proj/src/**', enabled: false },
-      { pointer: '/command', kind: 'glob', pattern: 'git status*', enabled: false },
-      { pointer: '/url', kind: 'glob', pattern: 'https://api.github.com/*', enabled: false },
-      { pointer: '/title', kind: 'glob', pattern: 'hello? world', enabled: false },
-    ]);
-  });
-
-  it('handles odd argument shapes', () => {
-    expect(suggestArgs(null)).toEqual([]);
-    expect(suggestArgs(['a'])).toEqual([]);
-    expect(suggestArgs({ 'a/b': '/etc/hosts' })[0]?.pointer).toBe('/a~1b');
-  });
-
-  it('builds command prefixes', () => {
-    expect(commandPrefix('ls -la')).toBe('ls *');
-    expect(commandPrefix('make')).toBe('make*');
-    expect(commandPrefix('npm test -- --watch')).toBe('npm test*');
-    // Shell operators: only the exact command, never a prefix.
-    expect(commandPrefix('rm -rf build/ && cargo build')).toBe('rm -rf build/ && cargo build');
-    expect(commandPrefix('cat a | sh')).toBe('cat a | sh');
-    expect(commandPrefix('echo $(id)')).toBe('echo $(id)');
-  });
-
-  it('escapes glob metacharacters and pointer characters', () => {
-    expect(literalGlob('a*b?[c]{d}')).toBe('a[*]b[?][[]c[]][{]d[}]');
-    expect(pointerOf('a~b/c')).toBe('/a~0b~1c');
-  });
-});
-
 describe('problems found before asking the engine', () => {
-  it('flags bare commas, empty patterns, bad regexes and pointers', () => {
+  it('flags bare commas, empty patterns and bad regexes, in words', () => {
+    const arg = (pointer: string, kind: ScopeChoice['args'][number]['kind'], pattern: string, enabled = true) => ({ pointer, kind, pattern, enabled, words: '', offered: pattern });
     const c: ScopeChoice = {
       tool: { glob: '' },
-      args: [
-        { pointer: '/a', kind: 'glob', pattern: 'x,y', enabled: true },
-        { pointer: 'b', kind: 'glob', pattern: 'ok', enabled: true },
-        { pointer: '/c', kind: 'regex', pattern: '(', enabled: true },
-        { pointer: '/d', kind: 'glob', pattern: '', enabled: true },
-        { pointer: '/e', kind: 'glob', pattern: '', enabled: false },
-      ],
+      args: [arg('/a', 'glob', 'x,y'), arg('/c', 'regex', '('), arg('/d', 'glob', ''), arg('/e', 'glob', '', false)],
       exact: false,
       caller: false,
     };
     const p = scopeProblems(c);
-    expect(p).toHaveLength(5);
+    expect(p).toHaveLength(4);
+    expect(p[1]).toBe('The pattern for “a” has a comma outside {} or []; write ? for it.');
     expect(hasBareComma('{a,b}')).toBe(false);
     expect(hasBareComma('[,]')).toBe(false);
     expect(hasBareComma('a,b')).toBe(true);
-    expect(scopeProblems(initialChoice({}))).toEqual([]);
   });
 });

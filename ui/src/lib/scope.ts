@@ -1,15 +1,18 @@
 /**
- * The scope picker of "Approve & always…" / "Deny & always…": builds the
- * SCOPE text the engine parses (src/approval/scope.rs) from what a person
- * ticks, and suggests argument patterns from the request's arguments.
+ * The scope picker of "Approve & always…" / "Deny & always…": the choices
+ * a person ticks, starting from the engine's offer (`ScopeOffer`: the
+ * narrowest scope that covers the request, its argument conditions with
+ * their words), and the SCOPE text those choices spell for the engine to
+ * preview and bind (src/approval/scope.rs).
  *
- * SCOPE syntax: comma-separated clauses; `tool` (this tool) or `tool=GLOB`;
- * `args` (exactly these arguments); `caller` (this caller);
- * `PTR=GLOB`, `PTR:path=GLOB`, `PTR:re=REGEX` for argument conditions.
- * The engine splits clauses on commas outside `{}`/`[]`, so a pattern must
- * not carry a bare comma; suggestions write `?` for one.
+ * The engine suggests the patterns and words; this module only joins the
+ * ticked ones into clauses: `tool` (this tool) or `tool=GLOB`, argument
+ * clauses `PTR=GLOB`, `PTR:path=GLOB`, `PTR:re=REGEX`, `args` (exactly
+ * these arguments), `caller` (this caller). The engine splits clauses on
+ * commas outside `{}`/`[]`, so a pattern a person edits must not carry a
+ * bare comma.
  */
-import type { PatternKind } from './api/types';
+import type { PatternKind, ScopeOffer } from './api/types';
 
 export interface ArgChoice {
   /** JSON pointer, e.g. `/command`. */
@@ -17,6 +20,10 @@ export interface ArgChoice {
   kind: PatternKind;
   pattern: string;
   enabled: boolean;
+  /** The engine's words for the offered pattern (`the command runs `ls` with …`). */
+  words: string;
+  /** The pattern as offered, to tell an edited one. */
+  offered: string;
 }
 
 export interface ScopeChoice {
@@ -57,16 +64,14 @@ export function scopeProblems(c: ScopeChoice): string[] {
   if (c.tool !== 'this' && c.tool.glob.trim() === '') out.push('Give a tool-name pattern, or choose “this tool”.');
   for (const a of c.args) {
     if (!a.enabled) continue;
-    if (!a.pointer.startsWith('/')) out.push(`Argument ${a.pointer}: a JSON pointer starts with “/”.`);
-    if (a.pattern.trim() === '') out.push(`Argument ${a.pointer}: the pattern is empty.`);
-    if (hasBareComma(a.pattern)) {
-      out.push(`Argument ${a.pointer}: a comma outside {} or [] would end the clause; write ? for it.`);
-    }
+    const name = a.pointer.replace(/^\//, '');
+    if (a.pattern.trim() === '') out.push(`The pattern for “${name}” is empty.`);
+    if (hasBareComma(a.pattern)) out.push(`The pattern for “${name}” has a comma outside {} or []; write ? for it.`);
     if (a.kind === 'regex') {
       try {
         new RegExp(a.pattern);
       } catch {
-        out.push(`Argument ${a.pointer}: not a valid regular expression.`);
+        out.push(`The pattern for “${name}” is not a valid regular expression.`);
       }
     }
   }
@@ -84,76 +89,6 @@ export function hasBareComma(p: string): boolean {
   return false;
 }
 
-/** JSON pointer of a top-level key (RFC 6901 escaping). */
-export function pointerOf(key: string): string {
-  return `/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
-}
-
-/** A string as a glob matching only itself: metacharacters in brackets, commas as `?`. */
-export function literalGlob(s: string): string {
-  let out = '';
-  for (const ch of s) {
-    if (ch === ',') out += '?';
-    else if ('*?[]{}'.includes(ch)) out += `[${ch}]`;
-    else out += ch;
-  }
-  return out;
-}
-
-const PATH_KEYS = /^(path|file|filename|file_path|filepath|dir|directory|target|source|dest|destination|cwd|root)$/i;
-const COMMAND_KEYS = /^(command|cmd|script|shell|commandline|command_line)$/i;
-const URL_KEYS = /^(url|uri|href|endpoint)$/i;
-
-/** The directory part of a path (`~/proj/src/a.rs` → `~/proj/src`). */
-function dirname(p: string): string {
-  const i = p.replace(/\/+$/, '').lastIndexOf('/');
-  if (i <= 0) return i === 0 ? '/' : '.';
-  return p.slice(0, i);
-}
-
-/**
- * Suggested argument clauses for a request's arguments, all unticked:
- * a path argument → everything under its directory; a command → the same
- * program and subcommand with anything after (`git status*`); a URL → the
- * same origin; any other string → exactly that value.
- */
-export function suggestArgs(args: unknown): ArgChoice[] {
-  if (!args || typeof args !== 'object' || Array.isArray(args)) return [];
-  const out: ArgChoice[] = [];
-  for (const [key, value] of Object.entries(args as Record<string, unknown>)) {
-    if (typeof value !== 'string' || value === '[redacted]') continue;
-    const pointer = pointerOf(key);
-    if (PATH_KEYS.test(key) || /^(~|\/|\.\.?\/)/.test(value)) {
-      const dir = dirname(value);
-      out.push({ pointer, kind: 'path', pattern: `${literalGlob(dir === '/' ? '' : dir)}/**`, enabled: false });
-    } else if (COMMAND_KEYS.test(key)) {
-      out.push({ pointer, kind: 'glob', pattern: commandPrefix(value), enabled: false });
-    } else if (URL_KEYS.test(key) && /^[a-z][a-z0-9+.-]*:\/\//i.test(value)) {
-      const origin = /^([a-z][a-z0-9+.-]*:\/\/[^/?#]+)/i.exec(value)?.[1] ?? value;
-      out.push({ pointer, kind: 'glob', pattern: `${literalGlob(origin)}/*`, enabled: false });
-    } else {
-      out.push({ pointer, kind: 'glob', pattern: literalGlob(value), enabled: false });
-    }
-  }
-  return out;
-}
-
-/**
- * `git status --short` → `git status*`; `ls -la` → `ls *`; `make` → `make*`.
- * A command with shell operators (`&&`, `;`, `|`, `$(`, redirections) gets
- * its exact text instead: a prefix such as `rm *` would also cover
- * `rm -rf x && curl … | sh`, which nobody means to approve forever.
- */
-export function commandPrefix(cmd: string): string {
-  if (/[;&|`$<>\n]/.test(cmd)) return literalGlob(cmd.trim());
-  const words = cmd.trim().split(/\s+/);
-  const first = words[0] ?? '';
-  const second = words[1];
-  if (second && /^[A-Za-z][\w:-]*$/.test(second)) return `${literalGlob(`${first} ${second}`)}*`;
-  if (second) return `${literalGlob(first)} *`;
-  return `${literalGlob(first)}*`;
-}
-
 /** Expiry choices for a remembered rule. */
 export const TTL_CHOICES: readonly { label: string; ttl_s: number | undefined }[] = [
   { label: '1 hour', ttl_s: 3_600 },
@@ -163,7 +98,21 @@ export const TTL_CHOICES: readonly { label: string; ttl_s: number | undefined }[
   { label: 'Until revoked', ttl_s: undefined },
 ];
 
-/** The picker's starting point: this tool, nothing else ("prefilled with the tool", docs/architecture/console.md). */
-export function initialChoice(args: unknown): ScopeChoice {
-  return { tool: 'this', args: suggestArgs(args), exact: false, caller: false };
+/** The expiry choice for the engine's default (the nearest one not longer; the shortest if none). */
+export function ttlIndex(ttl_s: number): number {
+  let best = 0;
+  TTL_CHOICES.forEach((c, i) => {
+    if (c.ttl_s !== undefined && c.ttl_s <= ttl_s) best = i;
+  });
+  return best;
+}
+
+/** The picker's starting point: the engine's narrowest scope (its ticked conditions, exact arguments, this caller). */
+export function initialChoice(offer: ScopeOffer): ScopeChoice {
+  return {
+    tool: 'this',
+    args: offer.args.map((a) => ({ pointer: a.pointer, kind: a.kind, pattern: a.pattern, enabled: a.ticked, words: a.words, offered: a.pattern })),
+    exact: offer.exact,
+    caller: offer.caller,
+  };
 }

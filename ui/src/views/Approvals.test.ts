@@ -56,6 +56,25 @@ describe('Approvals', () => {
     await waitFor(() => expect(within(detail).getByRole('region', { name: 'Arguments of request 41' })).toHaveTextContent('rm -rf build/'));
   });
 
+  it('each card shows its arguments in one line, and so do the caller\'s recent calls', async () => {
+    engine();
+    const t = testStore();
+    const snap = snapshot(NOW);
+    t.store.reset(snap, 'initial');
+    render(Approvals, { context: t.context });
+    const waiting = screen.getByRole('listbox', { name: 'Waiting approval requests' });
+    const first = within(waiting).getAllByRole('option')[0] as HTMLElement;
+    const preview = snap.pending[0]?.preview ?? '';
+    expect(preview).not.toBe('');
+    const line = within(first).getByText(preview);
+    expect(line).toHaveAttribute('title', preview);
+    expect(within(first).getByRole('button')).toHaveAccessibleName(new RegExp(`: ${preview.slice(0, 10)}`));
+    const detail = screen.getByRole('region', { name: 'Request detail' });
+    const recent = snap.recent_calls[0]?.preview ?? '';
+    await waitFor(() => expect(within(detail).getAllByTitle(recent).length).toBeGreaterThan(0));
+    expect(within(detail).getByRole('columnheader', { name: 'Arguments' })).toBeInTheDocument();
+  });
+
   it('approves once with a click', async () => {
     const calls = engine();
     const t = testStore();
@@ -177,7 +196,7 @@ describe('Approvals', () => {
       t.store.push({
         seq: 1,
         ts_ms: NOW,
-        event: { type: 'approval_requested', id: 60, call_id: 9, tool: 'fs_write', risk: 'high', rule: 'r', reason: 'why', caller: { via: 'socket', pid: 4, uid: 1000, exe: '/usr/bin/node', bridge_pid: null, client_name: 'c', agent_id: null, text: 'socket c pid 4' }, expires_ms: NOW + 1_000 },
+        event: { type: 'approval_requested', id: 60, call_id: 9, tool: 'fs_write', preview: '~/notes.md (12 bytes)', risk: 'high', rule: 'r', reason: 'why', caller: { via: 'socket', pid: 4, uid: 1000, exe: '/usr/bin/node', bridge_pid: null, client_name: 'c', agent_id: null, text: 'socket c pid 4' }, expires_ms: NOW + 1_000 },
       });
       t.frame();
     });

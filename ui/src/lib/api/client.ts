@@ -211,8 +211,9 @@ export const api = {
     request<DecidedView>('POST', `/api/approvals/${id}/approve`, approveInput(body)),
   /** The body is exactly DenyInput: the engine refuses unknown fields (422). */
   deny: (id: number, body: DenyInput = {}) => request<DecidedView>('POST', `/api/approvals/${id}/deny`, denyInput(body)),
-  previewScope: (id: number, scope: string) =>
-    request<ScopePreview>('POST', `/api/approvals/${id}/scope`, { scope } satisfies ScopeInput),
+  /** `ttl_s` absent = until revoked, as in the decision's `always`. */
+  previewScope: (id: number, scope: string, ttl_s: number | undefined) =>
+    request<ScopePreview>('POST', `/api/approvals/${id}/scope`, (ttl_s === undefined ? { scope } : { scope, ttl_s }) satisfies ScopeInput),
   rules: () => request<RuleView[]>('GET', '/api/rules'),
   revokeRule: (id: number) => request<RememberedRule>('DELETE', `/api/rules/${id}`),
   resetBreaker: (tool: string) => request<ResetResult>('POST', `/api/breakers/${enc(tool)}/reset`),

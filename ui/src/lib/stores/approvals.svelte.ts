@@ -9,6 +9,8 @@ export interface ApprovalItem {
   id: number;
   call_id: number;
   tool: string;
+  /** The arguments in one line, as the engine previews them (secrets hidden). */
+  preview: string;
   risk: Risk;
   rule: string;
   reason: string;
@@ -33,6 +35,7 @@ function itemFromRequest(r: ApprovalRequest): ApprovalItem {
     id: r.id,
     call_id: r.call_id,
     tool: r.tool,
+    preview: r.preview,
     risk: r.risk,
     rule: r.rule,
     reason: r.reason,
@@ -76,6 +79,7 @@ export class ApprovalsStore {
       id: e.id,
       call_id: e.call_id,
       tool: e.tool,
+      preview: e.preview,
       risk: e.risk,
       rule: e.rule,
       reason: e.reason,
@@ -101,6 +105,7 @@ export class ApprovalsStore {
         id: e.id,
         call_id: 0,
         tool: e.tool,
+        preview: '',
         risk: 'medium' as Risk,
         rule: '',
         reason: '',

@@ -34,6 +34,7 @@ describe('ApprovalsStore', () => {
       id: 50,
       call_id: 1,
       tool: 'x',
+      preview: 'ls -la',
       risk: 'high',
       rule: 'r',
       reason: 'why',
@@ -43,6 +44,6 @@ describe('ApprovalsStore', () => {
     s.requested(5, e);
     s.requested(5, e);
     expect(s.pending.map((p) => p.id)).toEqual([50, 41, 42, 43]);
-    expect(s.pending[0]).toMatchObject({ caller: 'socket c pid 4', created_ms: 5, status: 'pending' });
+    expect(s.pending[0]).toMatchObject({ caller: 'socket c pid 4', preview: 'ls -la', created_ms: 5, status: 'pending' });
   });
 });
