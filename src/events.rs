@@ -242,6 +242,10 @@ pub enum Event {
         #[serde(skip_serializing_if = "Option::is_none")]
         #[ts(optional)]
         rule_id: Option<i64>,
+        /// How it ended, in words.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        #[ts(optional)]
+        ended: Option<crate::approval::Ended>,
     },
     /// A remembered decision was added, edited or revoked.
     ApprovalRuleChanged {

@@ -21,6 +21,7 @@
 //!   timeouts never count as a tool failure.
 
 mod decider;
+mod ended;
 mod queue;
 mod remembered;
 mod scope;
@@ -34,6 +35,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use serde::{Deserialize, Serialize};
 
 pub use decider::{Decider, recorded_words};
+pub use ended::{Ended, ended};
 pub use queue::{Always, Answer, ApprovalOptions, Approvals, Ask, Decided, Decision, Resolution};
 pub use remembered::{NewRule, RuleEdit, RuleInUse};
 pub use scope::{ArgClause, CallerInfo, CallerKey, Scope, ScopeDef, ScopeError, ScopeSpec};

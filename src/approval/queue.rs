@@ -589,6 +589,7 @@ impl Approvals {
             decided_by: None,
             decision_reason: None,
             rule_id: None,
+            ended: None,
             waiting: true,
         };
         request.id = store::insert_request(&self.inner.pool, &request).await?;
@@ -869,6 +870,7 @@ fn decided_event(r: &ApprovalRequest) -> Event {
         by: r.decided_by.clone(),
         reason: r.decision_reason.clone(),
         rule_id: r.rule_id,
+        ended: r.ended.clone(),
     }
 }
 
@@ -909,6 +911,7 @@ fn apply_closing(r: &mut ApprovalRequest, c: &Closing, rule_id: Option<i64>) {
     r.decided_by.clone_from(&c.by);
     r.decision_reason.clone_from(&c.reason);
     r.rule_id = rule_id;
+    r.ended = super::ended(c.status, c.by.as_deref(), c.reason.as_deref());
     r.waiting = false;
 }
 

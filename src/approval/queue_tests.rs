@@ -363,6 +363,7 @@ async fn leave_pending(a: &Approvals, pid: i32, args: Value, expires_ms: i64) ->
         decided_by: None,
         decision_reason: None,
         rule_id: None,
+        ended: None,
         waiting: false,
     };
     store::insert_request(&a.inner.pool, &r).await.unwrap()

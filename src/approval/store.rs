@@ -56,6 +56,8 @@ pub struct ApprovalRequest {
     pub decision_reason: Option<String>,
     /// The remembered rule created by the decision.
     pub rule_id: Option<i64>,
+    /// How it ended, in words (`None` while it waits).
+    pub ended: Option<super::Ended>,
     /// Whether a call is waiting on it now (false for requests recovered
     /// after a restart until the agent sends the call again).
     pub waiting: bool,
@@ -86,7 +88,13 @@ struct RequestRow {
 impl RequestRow {
     fn into_request(self) -> ApprovalRequest {
         let args = serde_json::from_str(&self.args).unwrap_or(Value::Null);
+        let status = ApprovalStatus::parse(&self.status).unwrap_or(ApprovalStatus::Expired);
         ApprovalRequest {
+            ended: super::ended(
+                status,
+                self.decided_by.as_deref(),
+                self.decision_reason.as_deref(),
+            ),
             id: self.id,
             call_id: self.call_id,
             tool: self.tool,
@@ -104,7 +112,7 @@ impl RequestRow {
             session: self.session,
             created_ms: self.created_ms,
             expires_ms: self.expires_ms,
-            status: ApprovalStatus::parse(&self.status).unwrap_or(ApprovalStatus::Expired),
+            status,
             decided_ms: self.decided_ms,
             decided_by: self.decided_by,
             decision_reason: self.decision_reason,

@@ -2,6 +2,7 @@
 import type { ApprovalStatus } from "./ApprovalStatus";
 import type { BreakerState } from "./BreakerState";
 import type { CallerInfo } from "./CallerInfo";
+import type { Ended } from "./Ended";
 import type { ErrorKind } from "./ErrorKind";
 import type { LoopLevel } from "./LoopLevel";
 import type { Outcome } from "./Outcome";
@@ -225,7 +226,11 @@ reason?: string,
 /**
  * The "always" rule made with the decision.
  */
-rule_id?: number, } | { "type": "approval_rule_changed", 
+rule_id?: number, 
+/**
+ * How it ended, in words.
+ */
+ended?: Ended, } | { "type": "approval_rule_changed", 
 /**
  * Rule id.
  */

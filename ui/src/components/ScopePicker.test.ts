@@ -21,6 +21,7 @@ const ITEM = {
   decided_by: null,
   decision_reason: null,
   rule_id: null,
+  ended: null,
   mine: false,
   request: null,
 } satisfies ApprovalItem;

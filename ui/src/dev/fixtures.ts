@@ -5,6 +5,7 @@
  * production bundle (see vite.config.ts and main.ts).
  */
 import type {
+  Ended,
   Annotations,
   ApprovalRequest,
   BreakerView,
@@ -241,9 +242,10 @@ function request(
   created_ms: number,
   expires_ms: number,
   status: ApprovalRequest['status'] = 'pending',
-  end?: { by: string; reason?: string; at: number },
+  end?: { by: string; reason?: string; at: number; ended?: Ended },
 ): ApprovalRequest {
   return {
+    ended: end?.ended ?? null,
     id,
     call_id: 70_000 + id,
     tool,
@@ -315,10 +317,10 @@ export function pending(now: number): ApprovalRequest[] {
 
 export function recentApprovals(now: number): ApprovalRequest[] {
   return [
-    request(40, 'shell_exec', { command: 'git push --force origin main' }, 'critical', 'default:shell-system', 'Force-pushes over a shared branch.', CLAUDE, now - 400_000, now - 280_000, 'timed_out', { by: 'timeout', at: now - 280_000 }),
-    request(39, 'fs_write', { path: '~/proj/toolgate/README.md', content: '# toolgate…' }, 'medium', 'preset:strict', 'Strict preset asks from medium risk.', CURSOR, now - 900_000, now - 780_000, 'approved', { by: 'cli pid 4242 (/usr/bin/toolgate)', at: now - 860_000 }),
-    request(38, 'slack__send_message', { channel: '#releases', text: 'v0.4.0 is out' }, 'high', 'preset:default(external)', 'External tool.', PRAISON, now - 1_800_000, now - 1_680_000, 'cancelled', { by: 'caller', reason: 'the call was cancelled because the client disconnected before a decision', at: now - 1_750_000 }),
-    request(37, 'db__execute_query', { sql: 'DELETE FROM events WHERE ts < now() - interval 90 day' }, 'high', 'default:name(*execute_query*)', 'Runs arbitrary SQL.', CURSOR, now - 3_600_000, now - 3_480_000, 'denied', { by: 'console', reason: 'use the retention job instead', at: now - 3_550_000 }),
+    request(40, 'shell_exec', { command: 'git push --force origin main' }, 'critical', 'default:shell-system', 'Force-pushes over a shared branch.', CLAUDE, now - 400_000, now - 280_000, 'timed_out', { by: 'timeout', at: now - 280_000, ended: { cause: 'No decision in time — nobody answered, so the call was denied', short: 'Nobody answered in time' } }),
+    request(39, 'fs_write', { path: '~/proj/toolgate/README.md', content: '# toolgate…' }, 'medium', 'preset:strict', 'Strict preset asks from medium risk.', CURSOR, now - 900_000, now - 780_000, 'approved', { by: 'cli pid 4242 (/usr/bin/toolgate)', at: now - 860_000, ended: { cause: 'Approved from the CLI (pid 4242)', short: 'From the CLI (pid 4242)' } }),
+    request(38, 'slack__send_message', { channel: '#releases', text: 'v0.4.0 is out' }, 'high', 'preset:default(external)', 'External tool.', PRAISON, now - 1_800_000, now - 1_680_000, 'cancelled', { by: 'caller', reason: 'the call was cancelled because the client disconnected before a decision', at: now - 1_750_000, ended: { cause: 'Cancelled — the call was cancelled because the client disconnected before a decision', short: 'The agent left' } }),
+    request(37, 'db__execute_query', { sql: 'DELETE FROM events WHERE ts < now() - interval 90 day' }, 'high', 'default:name(*execute_query*)', 'Runs arbitrary SQL.', CURSOR, now - 3_600_000, now - 3_480_000, 'denied', { by: 'console', reason: 'use the retention job instead', at: now - 3_550_000, ended: { cause: 'Denied in the console — “use the retention job instead”', short: 'In the console' } }),
   ];
 }
 

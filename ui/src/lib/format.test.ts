@@ -6,9 +6,9 @@ import {
   callLook,
   callTimes,
   countdown,
-  deciderWords,
   duration,
   endedCause,
+  endedShort,
   errorLook,
   healthLook,
   percent,
@@ -119,26 +119,17 @@ describe('states always have a word and an icon', () => {
   });
 });
 
-describe('words about people and causes', () => {
-  it('says who decided elsewhere', () => {
-    expect(deciderWords('cli pid 4242 (/usr/bin/toolgate)')).toBe('from the CLI (pid 4242)');
-    expect(deciderWords('tray')).toBe('from the tray');
-    expect(deciderWords('console session 3f2a')).toBe('in a console window');
-    expect(deciderWords('desktop window 3f2a')).toBe('in the desktop window');
-    expect(deciderWords(null)).toBe('elsewhere');
+describe('words about how a request ended', () => {
+  const ended = { cause: 'Denied from the CLI (pid 42) — “not now”', short: 'From the CLI (pid 42)' };
+  it('are the engine’s, except for a decision this window made', () => {
+    expect(endedCause(ended, 'denied', 'not now', false)).toBe(ended.cause);
+    expect(endedShort(ended, 'denied', false)).toBe(ended.short);
+    expect(endedCause(ended, 'denied', 'not on main', true)).toBe('Denied by you — “not on main”');
+    expect(endedShort(ended, 'approved', true)).toBe('By you');
   });
-
-  it('explains how a request ended', () => {
-    expect(endedCause('timed_out', 'timeout', null, false)).toMatch(/^No decision in time — nobody answered/);
-    expect(endedCause('cancelled', 'caller', null, false)).toBe(
-      'Cancelled — the agent cancelled the call or left before a decision',
-    );
-    expect(
-      endedCause('cancelled', 'caller', 'the call was cancelled because the client disconnected before a decision', false),
-    ).toBe('Cancelled — the call was cancelled because the client disconnected before a decision');
-    expect(endedCause('expired', 'startup', null, false)).toMatch(/^Expired — toolgate restarted/);
-    expect(endedCause('approved', 'tray', null, false)).toBe('Approved from the tray');
-    expect(endedCause('denied', 'console', 'not on main', true)).toBe('Denied by you — “not on main”');
+  it('fall back to the state’s word before the engine said more', () => {
+    expect(endedCause(null, 'timed_out', null, false)).toBe('No decision in time');
+    expect(endedShort(null, 'cancelled', false)).toBe('Cancelled');
   });
 });
 

@@ -5,6 +5,7 @@
 import type {
   ApprovalStatus,
   BreakerState,
+  Ended,
   CallOutcome,
   ErrorKind,
   Latency,
@@ -310,78 +311,22 @@ export function healthLook(error_pct: number): Look {
   return { tone: 'danger', icon: 'x-circle', word: 'Failing' };
 }
 
-/** Words for who closed an approval (`decided_by` as recorded: `cli pid 42 (/usr/bin/toolgate)`, `tray`, ...). */
-export function deciderWords(by: string | null | undefined): string {
-  if (!by) return 'elsewhere';
-  if (by.startsWith('cli')) {
-    const pid = /pid (\d+)/.exec(by)?.[1];
-    return pid ? `from the CLI (pid ${pid})` : 'from the CLI';
+/**
+ * Why a request ended, in one sentence: the engine's words (`ended.cause`),
+ * except that a decision this window made reads "by you".
+ */
+export function endedCause(ended: Ended | null, status: ApprovalStatus, reason: string | null | undefined, mine: boolean): string {
+  if (mine && (status === 'approved' || status === 'denied')) {
+    const why = reason ? ` — “${reason}”` : '';
+    return `${status === 'approved' ? 'Approved' : 'Denied'} by you${why}`;
   }
-  if (by.startsWith('desktop window')) return 'in the desktop window';
-  if (by.startsWith('console')) return 'in a console window';
-  switch (by) {
-    case 'tray':
-      return 'from the tray';
-    case 'notification':
-      return 'from a notification';
-    case 'timeout':
-      return 'by the timeout';
-    case 'startup':
-      return 'when toolgate restarted';
-    case 'shutdown':
-      return 'when toolgate shut down';
-    case 'caller':
-      return 'by the agent';
-    default:
-      return `by ${by}`;
-  }
+  return ended?.cause ?? APPROVAL_STATUS_LABEL[status];
 }
 
-/** Why a request ended, in one sentence a person reads. `mine` = this window decided it. */
-export function endedCause(
-  status: ApprovalStatus,
-  by: string | null | undefined,
-  reason: string | null | undefined,
-  mine: boolean,
-): string {
-  const why = reason ? ` — “${reason}”` : '';
-  switch (status) {
-    case 'pending':
-      return 'Waiting for a decision';
-    case 'approved':
-      return mine ? `Approved by you${why}` : `Approved ${deciderWords(by)}${why}`;
-    case 'denied':
-      return mine ? `Denied by you${why}` : `Denied ${deciderWords(by)}${why}`;
-    case 'timed_out':
-      return `${APPROVAL_STATUS_LABEL.timed_out} — nobody answered, so the call was denied`;
-    // The engine words these reasons itself ("the call was cancelled because
-    // the client disconnected before a decision"); a missing one falls back.
-    case 'expired':
-      if (reason) return `Expired — ${reason}`;
-      if (by === 'startup') return 'Expired — toolgate restarted and the agent was gone';
-      return 'Expired — nobody was waiting for it any more';
-    case 'cancelled':
-      if (reason) return `Cancelled — ${reason}`;
-      if (by === 'shutdown') return 'Cancelled — toolgate shut down before a decision';
-      return 'Cancelled — the agent cancelled the call or left before a decision';
-  }
-}
-
-/** How a request ended, short enough for a list row. */
-export function endedShort(status: ApprovalStatus, by: string | null | undefined, mine: boolean): string {
-  switch (status) {
-    case 'pending':
-      return 'Waiting';
-    case 'approved':
-    case 'denied':
-      return mine ? 'By you' : deciderWords(by).replace(/^./, (c) => c.toUpperCase());
-    case 'timed_out':
-      return 'Nobody answered in time';
-    case 'expired':
-      return by === 'startup' ? 'toolgate restarted' : 'Expired';
-    case 'cancelled':
-      return by === 'caller' ? 'The agent left' : by === 'shutdown' ? 'toolgate shut down' : 'Cancelled';
-  }
+/** How a request ended, short enough for a list row (`ended.short`, or "By you"). */
+export function endedShort(ended: Ended | null, status: ApprovalStatus, mine: boolean): string {
+  if (mine && (status === 'approved' || status === 'denied')) return 'By you';
+  return ended?.short ?? APPROVAL_STATUS_LABEL[status];
 }
 
 /** Short text for a JSON value (used in tables). */

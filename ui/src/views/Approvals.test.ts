@@ -135,7 +135,7 @@ describe('Approvals', () => {
     t.store.reset(snapshot(NOW), 'initial');
     render(Approvals, { context: t.context });
     await act(() => {
-      t.store.push({ seq: 1, ts_ms: NOW, event: wire({ type: 'approval_decided', id: 41, tool: 'shell_exec', status: 'cancelled', by: 'caller', reason: 'the waiting call ended before a decision' }) });
+      t.store.push({ seq: 1, ts_ms: NOW, event: wire({ type: 'approval_decided', id: 41, tool: 'shell_exec', status: 'cancelled', by: 'caller', reason: 'the waiting call ended before a decision', ended: { cause: 'Cancelled — the waiting call ended before a decision', short: 'The agent left' } }) });
       t.frame();
     });
     const waiting = screen.getByRole('listbox', { name: 'Waiting approval requests' });

@@ -40,6 +40,7 @@ export type { Counters } from '../../bindings/Counters';
 export type { DecidedView } from '../../bindings/DecidedView';
 export type { Decider } from '../../bindings/Decider';
 export type { DenyInput } from '../../bindings/DenyInput';
+export type { Ended } from '../../bindings/Ended';
 export type { EngineInfo } from '../../bindings/EngineInfo';
 export type { EngineMode } from '../../bindings/EngineMode';
 export type { Envelope } from '../../bindings/Envelope';

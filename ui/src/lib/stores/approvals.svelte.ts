@@ -2,7 +2,7 @@
  * Approval requests: the ones waiting for a person (soonest deadline first)
  * and the recently closed ones, with who closed them and why.
  */
-import type { ApprovalRequest, ApprovalStatus, EventOf, Risk, Snapshot } from '../api/types';
+import type { ApprovalRequest, ApprovalStatus, Ended, EventOf, Risk, Snapshot } from '../api/types';
 
 /** One approval request as the console lists it. */
 export interface ApprovalItem {
@@ -22,6 +22,8 @@ export interface ApprovalItem {
   decided_by: string | null;
   decision_reason: string | null;
   rule_id: number | null;
+  /** How it ended, in the engine's words (null while it waits). */
+  ended: Ended | null;
   /** Decided from this window. */
   mine: boolean;
   /** The full request (arguments etc.) when known. */
@@ -47,6 +49,7 @@ function itemFromRequest(r: ApprovalRequest): ApprovalItem {
     decided_by: r.decided_by,
     decision_reason: r.decision_reason,
     rule_id: r.rule_id,
+    ended: r.ended,
     mine: false,
     request: r,
   };
@@ -91,6 +94,7 @@ export class ApprovalsStore {
       decided_by: null,
       decision_reason: null,
       rule_id: null,
+      ended: null,
       mine: false,
       request: null,
     };
@@ -119,6 +123,7 @@ export class ApprovalsStore {
       decided_by: e.by ?? null,
       decision_reason: e.reason ?? null,
       rule_id: e.rule_id ?? null,
+      ended: e.ended ?? null,
       mine: this.mine.has(e.id),
     } as ApprovalItem;
     if (i >= 0) this.pending = this.pending.filter((p) => p.id !== e.id);
