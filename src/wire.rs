@@ -241,10 +241,11 @@ pub struct CallerView {
     pub text: String,
 }
 
-/// The caller in the words people read (`socket cursor 1.0 pid 4242`, and
-/// ` via bridge pid 4250` when toolgate's stdio bridge relayed): entry
-/// point, client name, pid. The one place this wording is made: the live
-/// [`crate::context::Caller`] and the stored `approval::CallerInfo` both
+/// The caller in the words people read: the client's name and pid
+/// (`cursor 1.0 (pid 4242)`, `cursor 1.0 (pid 4242 via bridge pid 4250)`
+/// when toolgate's stdio bridge relayed), or the entry point when the
+/// client gave no name (`socket client (pid 4242)`). The one place this
+/// wording is made: the live [`crate::context::Caller`] and the stored `approval::CallerInfo` both
 /// print through it, and every host prints the `text` it produced, so a
 /// row read back from the audit log reads like the live one it replaced
 /// and the desktop words a caller as the console does.
@@ -255,17 +256,16 @@ pub(crate) fn write_caller(
     pid: Option<i32>,
     bridge_pid: Option<i32>,
 ) -> fmt::Result {
-    out.write_str(via)?;
-    if let Some(name) = client_name {
-        write!(out, " {name}")?;
+    match client_name {
+        Some(name) => out.write_str(name)?,
+        None => write!(out, "{via} client")?,
     }
-    if let Some(pid) = pid {
-        write!(out, " pid {pid}")?;
+    match (pid, bridge_pid) {
+        (Some(pid), Some(bridge)) => write!(out, " (pid {pid} via bridge pid {bridge})"),
+        (Some(pid), None) => write!(out, " (pid {pid})"),
+        (None, Some(bridge)) => write!(out, " (via bridge pid {bridge})"),
+        (None, None) => Ok(()),
     }
-    if let Some(bridge) = bridge_pid {
-        write!(out, " via bridge pid {bridge}")?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -211,7 +211,10 @@ async fn an_agent_profile_matches_the_connection_that_registered_the_id() {
     assert_eq!(g["result"]["decision"], "deny", "{g}");
     assert_eq!(g["result"]["error"]["kind"], "policy_denied", "{g}");
     let why = g["result"]["error"]["message"].as_str().unwrap();
-    assert!(why.contains("read_only (policy.callers[0])"), "{why}");
+    assert!(
+        why.contains("preset read_only (caller profile policy.callers[0])"),
+        "{why}"
+    );
 
     let mut deployer = d.raw().await;
     deployer.initialize().await;
@@ -294,7 +297,7 @@ async fn an_agent_id_belongs_to_the_connection_that_registered_it() {
         assert_eq!(r["error"]["code"], -32602, "{r}");
         let msg = r["error"]["message"].as_str().unwrap();
         assert!(
-            msg.contains("agent id `x` is held by another connection (socket raw 1 pid"),
+            msg.contains("agent id `x` is held by another connection (raw 1 (pid"),
             "{msg}"
         );
     }
@@ -477,7 +480,7 @@ async fn a_bridged_caller_is_the_program_that_started_the_bridge() {
     assert!(
         caller
             .short()
-            .ends_with(&format!("pid {parent} via bridge pid {bridge}"))
+            .ends_with(&format!("(pid {parent} via bridge pid {bridge})"))
     );
     approvals.approve(id, Some("tool,caller")).await.unwrap();
     let seen = outcome(first).await;

@@ -94,8 +94,8 @@ impl From<&Caller> for CallerInfo {
 }
 
 impl CallerInfo {
-    /// The caller in the words people read (`socket cursor 1.0 pid
-    /// 4242`), made by the same function as the live [`Caller`]'s text and
+    /// The caller in the words people read (`cursor 1.0 (pid 4242)`),
+    /// made by the same function as the live [`Caller`]'s text and
     /// sent with it on the wire ([`CallerView::text`]).
     pub fn short(&self) -> String {
         let mut s = String::new();

@@ -224,7 +224,7 @@ fn a_stored_caller_reads_like_the_live_one() {
         ..Caller::via("socket")
     };
     assert_eq!(CallerInfo::from(&live).short(), live.to_string());
-    assert_eq!(live.to_string(), "socket cursor 1.0 pid 4242");
+    assert_eq!(live.to_string(), "cursor 1.0 (pid 4242)");
     let bare = Caller::via("cli");
     assert_eq!(CallerInfo::from(&bare).short(), bare.to_string());
     let bridged = Caller {
@@ -233,7 +233,7 @@ fn a_stored_caller_reads_like_the_live_one() {
     };
     assert_eq!(
         bridged.to_string(),
-        "socket cursor 1.0 pid 4242 via bridge pid 4250"
+        "cursor 1.0 (pid 4242 via bridge pid 4250)"
     );
     assert_eq!(CallerInfo::from(&bridged).short(), bridged.to_string());
 }
@@ -247,7 +247,7 @@ fn a_caller_on_the_wire_carries_the_engines_words() {
     };
     let info = CallerInfo::from(&live);
     let json = serde_json::to_value(&info).unwrap();
-    assert_eq!(json["text"], "socket cursor 1.0 pid 4242");
+    assert_eq!(json["text"], "cursor 1.0 (pid 4242)");
     assert_eq!(json["client_name"], "cursor 1.0");
     // What is stored reads back as the same caller (`text` is derived).
     let back: CallerInfo = serde_json::from_value(json).unwrap();

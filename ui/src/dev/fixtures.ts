@@ -51,7 +51,7 @@ export const CLAUDE: CallerInfo = {
   bridge_pid: 48230,
   client_name: 'claude-desktop',
   agent_id: null,
-  text: 'socket claude-desktop pid 48213 via bridge pid 48230',
+  text: 'claude-desktop (pid 48213 via bridge pid 48230)',
 };
 export const CURSOR: CallerInfo = {
   via: 'socket',
@@ -61,7 +61,7 @@ export const CURSOR: CallerInfo = {
   bridge_pid: null,
   client_name: 'cursor',
   agent_id: null,
-  text: 'socket cursor pid 51877',
+  text: 'cursor (pid 51877)',
 };
 export const PRAISON: CallerInfo = {
   via: 'socket',
@@ -71,7 +71,7 @@ export const PRAISON: CallerInfo = {
   bridge_pid: null,
   client_name: 'praisonai',
   agent_id: 'research-agent',
-  text: 'socket praisonai pid 60211',
+  text: 'praisonai (pid 60211)',
 };
 
 /** The demo engine's sparkline buckets (a real snapshot says its own). */

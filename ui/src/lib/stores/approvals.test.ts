@@ -11,7 +11,7 @@ describe('ApprovalsStore', () => {
     const s = new ApprovalsStore();
     s.reset(snapshot(10_000_000));
     expect(s.pending.map((p) => p.id)).toEqual([41, 42, 43]);
-    expect(s.pending[0]?.caller).toBe('socket claude-desktop pid 48213 via bridge pid 48230');
+    expect(s.pending[0]?.caller).toBe('claude-desktop (pid 48213 via bridge pid 48230)');
     expect(s.waitingCalls.size).toBe(3);
   });
 
