@@ -25,7 +25,6 @@
 use super::types::{CallSummary, Counters, PolicySummary, Snapshot};
 use super::{Control, ControlError};
 use crate::approval::{ApprovalRequest, ApprovalStatus};
-use crate::upstream::ServerState;
 use crate::wire::BreakerState;
 
 /// Closed approval requests in a snapshot.
@@ -57,12 +56,7 @@ impl Control {
                     .count(),
             ),
             quarantined: count(quarantined.len()),
-            servers_down: count(
-                servers
-                    .iter()
-                    .filter(|s| s.state != ServerState::Ready)
-                    .count(),
-            ),
+            servers_down: count(servers.iter().filter(|s| s.state.is_down()).count()),
             ..mark.counters()
         };
         Ok(Snapshot {

@@ -23,6 +23,23 @@ pub enum ServerState {
 }
 
 impl ServerState {
+    /// Every state.
+    pub const ALL: [Self; 5] = [
+        Self::Starting,
+        Self::Ready,
+        Self::Restarting,
+        Self::Failed,
+        Self::Stopped,
+    ];
+
+    /// Whether the server counts as down (the header's "servers down"):
+    /// it was meant to run and its tools cannot be called now. A server
+    /// still starting is not down yet, and one stopped by configuration is
+    /// not meant to run.
+    pub fn is_down(self) -> bool {
+        matches!(self, Self::Restarting | Self::Failed)
+    }
+
     /// The snake_case name.
     pub fn as_str(self) -> &'static str {
         match self {

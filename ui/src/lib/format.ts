@@ -13,7 +13,7 @@ import type {
   ServerState,
   Trust,
 } from './api/types';
-import { APPROVAL_STATUS_LABEL, ERROR_KIND_LABEL } from './api/types';
+import { APPROVAL_STATUS_LABEL, ERROR_KIND_LABEL, SERVER_DOWN_STATES } from './api/types';
 import type { IconName } from './icons';
 
 /** A colour token of the design system. */
@@ -201,9 +201,9 @@ export function serverLook(s: ServerState): Look {
   return SERVER[s];
 }
 
-/** A server counts as down in the header while failed or restarting. */
+/** Whether a server counts as down, by the engine's rule (`ServerState::is_down`). */
 export function serverDown(s: ServerState): boolean {
-  return s === 'failed' || s === 'restarting';
+  return SERVER_DOWN_STATES.includes(s);
 }
 
 const TRUST: Record<Trust, Look> = {

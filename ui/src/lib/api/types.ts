@@ -103,7 +103,7 @@ export type { ToolState } from '../../bindings/ToolState';
 export type { ToolSummary } from '../../bindings/ToolSummary';
 export type { Trust } from '../../bindings/Trust';
 export type { JsonValue } from '../../bindings/serde_json/JsonValue';
-export { APPROVAL_STATUS_LABEL, ERROR_KIND_LABEL, REFUSAL_KINDS } from '../../bindings/words';
+export { APPROVAL_STATUS_LABEL, ERROR_KIND_LABEL, REFUSAL_KINDS, SERVER_DOWN_STATES } from '../../bindings/words';
 
 import type { CallOutcome } from '../../bindings/CallOutcome';
 import type { ErrorCode } from '../../bindings/ErrorCode';
