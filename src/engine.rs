@@ -81,6 +81,37 @@ struct Inner {
     next_id: AtomicU64,
     outputs: OnceLock<Arc<dyn OutputRecorder>>,
     config_problem: arc_swap::ArcSwapOption<String>,
+    connections: Arc<OpenConnections>,
+}
+
+/// Connections open now, by who is on the other end.
+#[derive(Debug, Default)]
+struct OpenConnections {
+    agents: AtomicU64,
+    control: AtomicU64,
+}
+
+/// One open connection, counted while it lives ([`Engine::connection_opened`]).
+#[derive(Debug)]
+pub struct OpenConnection {
+    counts: Arc<OpenConnections>,
+    control: bool,
+}
+
+impl OpenConnection {
+    fn counter(&self) -> &AtomicU64 {
+        if self.control {
+            &self.counts.control
+        } else {
+            &self.counts.agents
+        }
+    }
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.counter().fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// The governed tool engine. Cloning shares it.
@@ -176,6 +207,7 @@ impl EngineBuilder {
                 next_id: AtomicU64::new(1),
                 outputs: OnceLock::new(),
                 config_problem: arc_swap::ArcSwapOption::empty(),
+                connections: Arc::default(),
             }),
         }
     }
@@ -265,6 +297,26 @@ impl Engine {
             self.inner.events.changed(crate::slices::Slice::Policy);
         }
         changed
+    }
+
+    /// Counts a connection (an agent's, or the CLI's on the control
+    /// socket) while the returned guard lives.
+    pub fn connection_opened(&self, control: bool) -> OpenConnection {
+        let open = OpenConnection {
+            counts: self.inner.connections.clone(),
+            control,
+        };
+        open.counter().fetch_add(1, Ordering::Relaxed);
+        open
+    }
+
+    /// Connections open now: `(agents, control)`.
+    pub fn open_connections(&self) -> (u64, u64) {
+        let c = &self.inner.connections;
+        (
+            c.agents.load(Ordering::Relaxed),
+            c.control.load(Ordering::Relaxed),
+        )
     }
 
     /// Why the last edit of the config file was not applied (`None` once

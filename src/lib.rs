@@ -32,6 +32,7 @@ pub mod pipeline;
 pub mod policy;
 pub mod preview;
 pub mod private_file;
+pub mod process_stats;
 pub mod registry;
 pub mod schema;
 pub mod scrub;

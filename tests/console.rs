@@ -929,3 +929,47 @@ async fn a_rejected_config_edit_is_shown_until_an_edit_applies() {
     }
     d.stop().await;
 }
+
+#[tokio::test]
+async fn engine_health_shows_memory_descriptors_and_the_agents_connected() {
+    let d = TestDaemon::start("").await;
+    let c = client();
+    let origin = d.origin();
+    let h = cookie_headers(&login(&d).await, &origin);
+    let health = || get_json(&c, format!("{origin}/api/health"), &h);
+    let before = health().await;
+    assert!(
+        before["process"]["rss_bytes"].as_u64().unwrap_or(0) > 0,
+        "{before}"
+    );
+    assert!(
+        before["process"]["open_fds"].as_u64().unwrap_or(0) > 0,
+        "{before}"
+    );
+    let idle = before["agent_connections"].as_u64().expect("a count");
+
+    // An agent connects: counted while it is there, and no longer after.
+    let mut agent = d.raw().await;
+    agent.initialize().await;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    let until = |want: u64| {
+        let health = &health;
+        async move {
+            loop {
+                let now = health().await["agent_connections"].as_u64();
+                if now == Some(want) {
+                    return;
+                }
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "agent connections stayed at {now:?}, not {want}"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        }
+    };
+    until(idle + 1).await;
+    drop(agent);
+    until(idle).await;
+    d.stop().await;
+}

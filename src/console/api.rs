@@ -268,4 +268,9 @@ pub trait ConsoleApi: Clone + Send + Sync + 'static {
     fn connect(&self) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
         unwired::<()>("connection snippets")
     }
+
+    /// `GET /api/health`: the engine's memory, descriptors and connections.
+    fn health(&self) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
+        unwired::<()>("engine health")
+    }
 }

@@ -188,6 +188,10 @@ impl ConsoleApi for Control {
         Ok(Control::connect(self))
     }
 
+    async fn health(&self) -> ApiResult<impl Serialize + Send> {
+        Ok(Control::health(self))
+    }
+
     async fn slice(&self, slice: crate::slices::Slice) -> ApiResult<impl Serialize + Send> {
         Ok(Control::slice(self, slice).await?)
     }

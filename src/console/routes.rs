@@ -67,6 +67,7 @@ pub(super) fn router<A: ConsoleApi>(console: Console<A>) -> Router {
         .route("/policy/validate", post(validate_policy::<A>))
         .route("/policy/test", post(policy_test::<A>))
         .route("/connect", get(connect::<A>))
+        .route("/health", get(health::<A>))
         .route("/state/{slice}", get(slice::<A>))
         .fallback(api_not_found)
         .layer(middleware::from_fn_with_state(
@@ -397,6 +398,10 @@ async fn policy_test<A: ConsoleApi>(State(s): S<A>, bytes: Bytes) -> Response {
 
 async fn connect<A: ConsoleApi>(State(s): S<A>) -> Response {
     json(s.api.connect().await)
+}
+
+async fn health<A: ConsoleApi>(State(s): S<A>) -> Response {
+    json(s.api.health().await)
 }
 
 async fn slice<A: ConsoleApi>(State(s): S<A>, Path(name): Path<String>) -> Response {

@@ -224,6 +224,16 @@ impl Control {
         self.inner.closing.cancel();
     }
 
+    /// The engine's process and its open connections, now.
+    pub fn health(&self) -> types::EngineHealth {
+        let (agents, control) = self.engine().open_connections();
+        types::EngineHealth {
+            process: crate::process_stats::read(),
+            agent_connections: agents,
+            control_connections: control,
+        }
+    }
+
     /// How MCP clients connect to this engine.
     pub fn connect(&self) -> types::ConnectInfo {
         let info = &self.inner.info;

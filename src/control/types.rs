@@ -471,6 +471,18 @@ pub struct RuleView {
     pub made_where: Option<String>,
 }
 
+/// How the engine's own process is doing, for a person to watch: its
+/// memory, threads and descriptors, and the connections open to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+pub struct EngineHealth {
+    /// Memory, threads and descriptors of the engine's process.
+    pub process: crate::process_stats::ProcessStats,
+    /// Agents connected now (socket, bridge and HTTP sessions).
+    pub agent_connections: u64,
+    /// CLI connections on the control socket now.
+    pub control_connections: u64,
+}
+
 /// Answer of a breaker reset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
 pub struct ResetResult {

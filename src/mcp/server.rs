@@ -98,6 +98,8 @@ pub struct Conn {
     /// The tokens of requests in flight, by JSON-RPC id, for
     /// `notifications/cancelled`.
     inflight: Mutex<HashMap<String, Cancel>>,
+    /// Counts the connection in the engine's figures while it lives.
+    open: Option<crate::engine::OpenConnection>,
 }
 
 impl Conn {
@@ -112,6 +114,7 @@ impl Conn {
             gates: gate::PendingGates::default(),
             cancel,
             inflight: Mutex::new(HashMap::new()),
+            open: None,
         }
     }
 
@@ -220,7 +223,9 @@ impl McpServer {
     /// A connection state for `session` whose calls [`Self::cancel_calls`]
     /// reaches.
     pub fn conn(&self, session: Session) -> Conn {
-        Conn::new(session, self.calls.child())
+        let mut conn = Conn::new(session, self.calls.child());
+        conn.open = Some(self.engine.connection_opened(self.control.is_some()));
+        conn
     }
 
     /// Cancels every call of every connection (shutdown, once the grace

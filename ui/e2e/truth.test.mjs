@@ -5,7 +5,8 @@
 // shown until it is fixed; a Policy save made from a stale view
 // shows the conflict instead of overwriting; the Approvals inbox moves on
 // to the next waiting request and shows a new one at once; the approval
-// toast names the caller in words.
+// toast names the caller in words; Settings shows the engine's memory
+// and follows agents connecting.
 
 import assert from 'node:assert/strict';
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
@@ -113,6 +114,18 @@ describe('the page never lies', { skip: skipUnlessReady(), timeout: 240_000 }, (
     writeFileSync(tmp, `denied_tools = ["fs_write"]\n${POLICY}# fixed\n`);
     renameSync(tmp, tg.configFile);
     await banner.waitFor({ state: 'detached', timeout: 10_000 });
+  });
+
+  test('Settings shows the engine’s memory and follows agents connecting', async () => {
+    await gotoView(page, '#/settings', 'Settings');
+    await page.getByRole('tab', { name: 'Engine & retention' }).click();
+    const health = page.getByTestId('engine-health');
+    await health.getByText(/^1 agent\b/).waitFor({ timeout: 5_000 });
+    assert.match(await health.innerText(), /Memory\s+[\d.]+ MB · peak [\d.]+ MB/);
+    const second = await Agent.connect(tg.socket, { name: 'second-agent' });
+    await health.getByText(/^2 agents\b/).waitFor({ timeout: 5_000 });
+    second.close();
+    await health.getByText(/^1 agent\b/).waitFor({ timeout: 5_000 });
   });
 
   test('a tool’s first call puts its tile on the open Breakers view', async () => {

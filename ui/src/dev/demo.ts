@@ -284,6 +284,12 @@ export function install(): Demo {
       return answer('allow', 'preset:default', 'Low risk runs without asking under the default preset.');
     }
     if (p === '/api/connect') return json(fx.connectInfo());
+    if (p === '/api/health')
+      return json({
+        process: { rss_bytes: 41_236 * 1024, peak_rss_bytes: 60_112 * 1024, threads: 9, open_fds: 37 },
+        agent_connections: 3,
+        control_connections: 0,
+      });
     return err(404, 'not_found', `No such endpoint: ${method} ${p}`);
   };
 

@@ -16,6 +16,7 @@ import type {
   AuditQuery,
   CallDetail,
   ConnectInfo,
+  EngineHealth,
   DecidedView,
   DenyInput,
   ErrorEnvelope,
@@ -228,6 +229,7 @@ export const api = {
   putPolicy: (body: PolicyPut) => request<Applied>('PUT', '/api/policy', body),
   testPolicy: (body: PolicyTestInput) => request<PolicyTestResult>('POST', '/api/policy/test', body),
   connect: () => request<ConnectInfo>('GET', '/api/connect'),
+  health: () => request<EngineHealth>('GET', '/api/health'),
   slice: (slice: Slice) => request<SliceView>('GET', `/api/state/${slice}`),
 };
 

@@ -41,6 +41,7 @@ export type { DecidedView } from '../../bindings/DecidedView';
 export type { Decider } from '../../bindings/Decider';
 export type { DenyInput } from '../../bindings/DenyInput';
 export type { Ended } from '../../bindings/Ended';
+export type { EngineHealth } from '../../bindings/EngineHealth';
 export type { EngineInfo } from '../../bindings/EngineInfo';
 export type { EngineMode } from '../../bindings/EngineMode';
 export type { Envelope } from '../../bindings/Envelope';
