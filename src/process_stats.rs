@@ -40,7 +40,7 @@ fn field<'a>(status: &'a str, name: &str) -> Option<&'a str> {
         .map(str::trim)
 }
 
-/// `VmRSS:	  41236 kB` → bytes.
+/// `VmRSS:   41236 kB` → bytes.
 fn kib_field(status: &str, name: &str) -> Option<u64> {
     let v = field(status, name)?;
     let kib: u64 = v.strip_suffix("kB").unwrap_or(v).trim().parse().ok()?;
