@@ -462,9 +462,14 @@ impl Daemon {
         let mut status = watcher.status();
         let (engine, upstreams) = (self.server.engine().clone(), self.upstreams.clone());
         let env = self.env.clone();
+        let file = path.to_owned();
+        let at_start = std::fs::read_to_string(&file).unwrap_or_default();
         tokio::spawn(async move {
             while configs.changed().await.is_ok() {
                 let config = configs.borrow_and_update().clone();
+                let now = std::fs::read_to_string(&file).unwrap_or_default();
+                let waiting = crate::config::restart::start_only_changes(&at_start, &now);
+                engine.set_restart_note(crate::config::restart::restart_note(&waiting));
                 engine.policy().swap(config.policy.clone());
                 // `Config` validated the lists already; only the
                 // environment's allowlist could still be empty here, and it

@@ -81,6 +81,7 @@ struct Inner {
     next_id: AtomicU64,
     outputs: OnceLock<Arc<dyn OutputRecorder>>,
     config_problem: arc_swap::ArcSwapOption<String>,
+    restart_note: arc_swap::ArcSwapOption<String>,
     connections: Arc<OpenConnections>,
 }
 
@@ -207,6 +208,7 @@ impl EngineBuilder {
                 next_id: AtomicU64::new(1),
                 outputs: OnceLock::new(),
                 config_problem: arc_swap::ArcSwapOption::empty(),
+                restart_note: arc_swap::ArcSwapOption::empty(),
                 connections: Arc::default(),
             }),
         }
@@ -324,8 +326,23 @@ impl Engine {
     /// policy slice, since an edit that silently did nothing is the worst
     /// outcome of editing a file by hand.
     pub fn set_config_problem(&self, problem: Option<String>) {
-        let new = problem.map(Arc::new);
-        let old = self.inner.config_problem.swap(new.clone());
+        self.set_policy_note(&self.inner.config_problem, problem);
+    }
+
+    /// Which saved edits of the config file wait for a restart, in words
+    /// (`None` when none do); see [`crate::config::restart`].
+    pub fn set_restart_note(&self, note: Option<String>) {
+        self.set_policy_note(&self.inner.restart_note, note);
+    }
+
+    /// See [`Self::set_restart_note`].
+    pub fn restart_note(&self) -> Option<Arc<String>> {
+        self.inner.restart_note.load_full()
+    }
+
+    fn set_policy_note(&self, slot: &arc_swap::ArcSwapOption<String>, note: Option<String>) {
+        let new = note.map(Arc::new);
+        let old = slot.swap(new.clone());
         if old.as_deref() != new.as_deref() {
             self.inner.events.changed(crate::slices::Slice::Policy);
         }

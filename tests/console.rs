@@ -973,3 +973,32 @@ async fn engine_health_shows_memory_descriptors_and_the_agents_connected() {
     until(idle).await;
     d.stop().await;
 }
+
+#[tokio::test]
+async fn an_edit_of_a_setting_read_at_start_says_it_waits_for_a_restart() {
+    let d = TestDaemon::start_watched("[policy]\npreset = \"default\"\n").await;
+    let c = client();
+    let origin = d.origin();
+    let h = cookie_headers(&login(&d).await, &origin);
+    let mut checks = d.checks.clone().expect("watched");
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    let waits = "Your edit of `barrier` is saved but takes effect only when the engine restarts.";
+    let barrier = "[policy]\npreset = \"default\"\n[barrier]\nwhen_unavailable = \"run\"\n";
+    // Back as it started but for the policy, which a reload applies.
+    let policy_only = "[policy]\npreset = \"strict\"\n";
+    for (text, want) in [(barrier, json!(waits)), (policy_only, Value::Null)] {
+        std::fs::write(d.config_path(), text).unwrap();
+        loop {
+            let v = get_json(&c, format!("{origin}/api/state/policy"), &h).await;
+            if v["policy"]["restart_note"] == want {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the note never became {want}: {v}"
+            );
+            let _ = tokio::time::timeout_at(deadline, checks.changed()).await;
+        }
+    }
+    d.stop().await;
+}

@@ -9,6 +9,7 @@
 pub mod import;
 mod locate;
 pub mod raw;
+pub mod restart;
 pub mod servers;
 pub mod watch;
 

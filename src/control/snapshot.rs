@@ -120,6 +120,7 @@ impl Control {
             rules_count: u64::try_from(policy.config.rules.len()).unwrap_or(u64::MAX),
             remembered_count: u64::try_from(remembered).unwrap_or(u64::MAX),
             config_problem: self.engine().config_problem().map(|p| (*p).clone()),
+            restart_note: self.engine().restart_note().map(|p| (*p).clone()),
         }
     }
 }

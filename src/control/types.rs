@@ -248,6 +248,9 @@ pub struct PolicySummary {
     /// path and line); the previous config stays in force. `None` once an
     /// edit applies.
     pub config_problem: Option<String>,
+    /// Saved edits of settings read only at start, in words; `None` when
+    /// the file's settings are all in force.
+    pub restart_note: Option<String>,
 }
 
 /// One audited call, without its arguments or output (only their

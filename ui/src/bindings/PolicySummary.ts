@@ -33,4 +33,9 @@ remembered_count: number,
  * path and line); the previous config stays in force. `None` once an
  * edit applies.
  */
-config_problem: string | null, };
+config_problem: string | null, 
+/**
+ * Saved edits of settings read only at start, in words; `None` when
+ * the file's settings are all in force.
+ */
+restart_note: string | null, };

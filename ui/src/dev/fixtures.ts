@@ -500,7 +500,7 @@ export function snapshot(now = NOW, seq = 18_422): Snapshot {
     servers: s,
     quarantined: q,
     tools: TOOLS,
-    policy: { version: 4, preset: 'default', allowed_tools: null, denied_tools: ['desktop__*'], rules_count: 3, remembered_count: 3, config_problem: null },
+    policy: { version: 4, preset: 'default', allowed_tools: null, denied_tools: ['desktop__*'], rules_count: 3, remembered_count: 3, config_problem: null, restart_note: null },
     recent_calls: calls,
     // The calls the pending approvals hold, still running.
     in_flight: p.map((r) => ({ call_id: r.call_id, ts_ms: r.created_ms, tool: r.tool, caller: `${r.caller.via} ${r.caller.client_name ?? ''} pid ${r.caller.pid ?? ''}`, session: r.session })),

@@ -15,7 +15,7 @@ function manual() {
 const policy = (revision: number, version = revision): SliceView => ({
   slice: 'policy',
   revision,
-  policy: { version, preset: 'default', allowed_tools: null, denied_tools: [], rules_count: 0, remembered_count: 0, config_problem: null },
+  policy: { version, preset: 'default', allowed_tools: null, denied_tools: [], rules_count: 0, remembered_count: 0, config_problem: null, restart_note: null },
 });
 
 const settle = () => new Promise((r) => setTimeout(r, 0));
