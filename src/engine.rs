@@ -425,6 +425,7 @@ impl Engine {
                 tool: tool_name.clone(),
                 caller: Arc::from(session.caller.to_string()),
                 session: session.id.shared(),
+                preview: Arc::from(crate::preview::preview(None, &args)),
             });
         }
         let recorder = inner.outputs.get();

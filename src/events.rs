@@ -83,6 +83,8 @@ pub enum Event {
         caller: Arc<str>,
         /// Session id.
         session: Arc<str>,
+        /// The arguments in one line, secrets hidden ([`crate::preview`]).
+        preview: Arc<str>,
     },
     /// A stage finished its part of a call.
     CallStage {

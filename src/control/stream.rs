@@ -284,6 +284,7 @@ fn push(shared: &Shared, event: &Event) -> u64 {
             tool,
             caller,
             session,
+            preview,
         } if st.in_flight.len() < IN_FLIGHT => {
             let call = InFlight {
                 call_id: *call_id,
@@ -291,6 +292,7 @@ fn push(shared: &Shared, event: &Event) -> u64 {
                 tool: tool.clone(),
                 caller: caller.clone(),
                 session: session.clone(),
+                preview: preview.clone(),
             };
             st.in_flight.insert(*call_id, call);
         }

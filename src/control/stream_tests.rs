@@ -177,15 +177,17 @@ async fn calls_in_flight_are_kept_until_they_finish() {
     let received = |call_id| Event::CallReceived {
         call_id,
         tool: "shell_exec".into(),
-        caller: "socket cursor pid 4".into(),
+        caller: "cursor (pid 4)".into(),
         session: "s".into(),
+        preview: "ls -la".into(),
     };
     bus.emit(received(1));
     bus.emit(received(2));
     let mark = seq.mark();
     let ids: Vec<u64> = mark.in_flight.iter().map(|c| c.call_id).collect();
     assert_eq!(ids, [1, 2]);
-    assert_eq!(&*mark.in_flight[0].caller, "socket cursor pid 4");
+    assert_eq!(&*mark.in_flight[0].caller, "cursor (pid 4)");
+    assert_eq!(&*mark.in_flight[0].preview, "ls -la");
     bus.emit(Event::CallFinished {
         call_id: 1,
         tool: "shell_exec".into(),

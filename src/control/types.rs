@@ -320,6 +320,8 @@ pub struct InFlight {
     pub caller: Arc<str>,
     /// The caller's session.
     pub session: Arc<str>,
+    /// The arguments in one line, secrets hidden.
+    pub preview: Arc<str>,
 }
 
 /// Everything about one call.

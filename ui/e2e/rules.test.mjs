@@ -1,7 +1,8 @@
 // @ts-check
 // A remembered rule keeps its hits and its last use across an engine
 // restart: the open Policy view shows the same figures after the engine
-// came back as before it stopped.
+// came back as before it stopped. On the way, the live feed shows each
+// call's arguments and its search finds a call by them.
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -58,6 +59,16 @@ describe('remembered rules across a restart', { skip: skipUnlessReady(), timeout
       assert.match(text(await agent.call('shell_exec', { command: `echo ${word}` })), new RegExp(word));
     }
     agent.close();
+
+    // The live feed tells the calls apart by their arguments, and finds one by them.
+    await gotoView(page, '#/live', 'Live calls');
+    const feed = page.getByRole('grid');
+    for (const word of ['one', 'two', 'three', 'four']) {
+      await feed.getByText(`echo ${word}`, { exact: true }).waitFor();
+    }
+    await page.getByRole('searchbox', { name: 'Search calls' }).fill('echo three');
+    await waitFor('the search to keep only `echo three`', async () => (await feed.getByText(/^echo /).count()) === 1);
+    await page.getByRole('searchbox', { name: 'Search calls' }).fill('');
 
     await gotoView(page, '#/policy', 'Policy');
     await waitFor('the rule to show 3 hits', async () => (await ruleRow().count()) === 1 && (await figures()).hits === '3');

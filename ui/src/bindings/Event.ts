@@ -34,7 +34,11 @@ caller: string,
 /**
  * Session id.
  */
-session: string, } | { "type": "call_stage", 
+session: string, 
+/**
+ * The arguments in one line, secrets hidden ([`crate::preview`]).
+ */
+preview: string, } | { "type": "call_stage", 
 /**
  * Call id.
  */

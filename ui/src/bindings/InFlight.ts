@@ -24,4 +24,8 @@ caller: string,
 /**
  * The caller's session.
  */
-session: string, };
+session: string, 
+/**
+ * The arguments in one line, secrets hidden.
+ */
+preview: string, };

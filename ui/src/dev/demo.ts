@@ -306,7 +306,7 @@ export function install(): Demo {
     for (let i = 0; i < n; i++) {
       const c = fx.callAt(20_000 + callNo++, Date.now(), r);
       calls.set(c.call_id, c);
-      emit({ type: 'call_received', call_id: c.call_id, tool: c.tool, caller: c.caller, session: c.session });
+      emit({ type: 'call_received', call_id: c.call_id, tool: c.tool, caller: c.caller, session: c.session, preview: c.preview });
       setTimeout(
         () =>
           emit({
@@ -340,7 +340,7 @@ export function install(): Demo {
       reason: 'Runs a shell command: anything the user can do.',
     };
     pending.set(id, req);
-    emit({ type: 'call_received', call_id: req.call_id, tool: req.tool, caller: 'claude-desktop · pid 48213', session: 's-3' });
+    emit({ type: 'call_received', call_id: req.call_id, tool: req.tool, caller: 'claude-desktop (pid 48213)', session: 's-3', preview: req.preview });
     emit({
       type: 'approval_requested',
       id,
@@ -361,7 +361,7 @@ export function install(): Demo {
     const t = setInterval(() => {
       for (let i = 0; i < 20 && sent < 10_000; i++, sent++) {
         const c = fx.callAt(100_000 + sent, Date.now(), r);
-        emit({ type: 'call_received', call_id: c.call_id, tool: c.tool, caller: c.caller, session: c.session });
+        emit({ type: 'call_received', call_id: c.call_id, tool: c.tool, caller: c.caller, session: c.session, preview: c.preview });
         emit({ type: 'call_finished', call_id: c.call_id, tool: c.tool, elapsed: c.elapsed_us, outcome: { status: 'ok', is_error: false, size: c.output_size } });
       }
       if (sent >= 10_000) clearInterval(t);

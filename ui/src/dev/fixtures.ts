@@ -503,7 +503,7 @@ export function snapshot(now = NOW, seq = 18_422): Snapshot {
     policy: { version: 4, preset: 'default', allowed_tools: null, denied_tools: ['desktop__*'], rules_count: 3, remembered_count: 3, config_problem: null, restart_note: null },
     recent_calls: calls,
     // The calls the pending approvals hold, still running.
-    in_flight: p.map((r) => ({ call_id: r.call_id, ts_ms: r.created_ms, tool: r.tool, caller: `${r.caller.via} ${r.caller.client_name ?? ''} pid ${r.caller.pid ?? ''}`, session: r.session })),
+    in_flight: p.map((r) => ({ call_id: r.call_id, ts_ms: r.created_ms, tool: r.tool, caller: r.caller.text, session: r.session, preview: r.preview })),
   };
 }
 
@@ -770,7 +770,7 @@ export function envelopes(startSeq: number, startMs: number, count: number, seed
   for (let i = 0; i < count; i++) {
     ts += Math.round(5 + r() * 60);
     const c = callAt(10_000 + i, ts, r);
-    out.push({ seq: ++seq, ts_ms: ts, event: { type: 'call_received', call_id: c.call_id, tool: c.tool, caller: c.caller, session: c.session } });
+    out.push({ seq: ++seq, ts_ms: ts, event: { type: 'call_received', call_id: c.call_id, tool: c.tool, caller: c.caller, session: c.session, preview: c.preview } });
     out.push({
       seq: ++seq,
       ts_ms: ts + Math.round(c.elapsed_us / 1000),

@@ -63,7 +63,7 @@ describe('ConsoleStore', () => {
     const before = s.breakers.list.find((b) => b.tool === 'shell_exec');
     const f0 = before?.failures ?? 0;
     const total0 = s.live.callsTotal;
-    s.push(env({ type: 'call_received', call_id: 7, tool: 'shell_exec', caller: 'cursor', session: 's' }, 1));
+    s.push(env({ type: 'call_received', call_id: 7, tool: 'shell_exec', caller: 'cursor', session: 's', preview: 'ls' }, 1));
     s.push(env({ type: 'call_finished', call_id: 7, tool: 'shell_exec', elapsed: 840, outcome: { status: 'err', kind: 'timeout', message: 'slow', counts_as_failure: true } }, 2));
     s.push(env({ type: 'breaker_transition', tool: 'fs_read', from: 'closed', to: 'open' }, 1_000));
     s.push(env({ type: 'breaker_transition', tool: 'web__fetch', from: 'half_open', to: 'closed' }, 1_000));

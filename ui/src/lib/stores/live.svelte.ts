@@ -15,6 +15,8 @@ export interface LiveRow {
   call_id: number;
   ts_ms: number;
   tool: string;
+  /** The arguments in one line, as the engine previews them (secrets hidden). */
+  preview: string;
   caller: string;
   session: string;
   /** `running` until it finished; then as the audit log says it. */
@@ -54,6 +56,7 @@ function rowFromSummary(c: CallSummary): LiveRow {
     call_id: c.call_id,
     ts_ms: c.ts_ms,
     tool: c.tool,
+    preview: c.preview,
     caller: c.caller,
     session: c.session,
     outcome: liveOutcome(c.outcome),
@@ -66,13 +69,13 @@ function rowFromSummary(c: CallSummary): LiveRow {
 }
 
 /** A row for a call that has not finished: what is known when it arrives. */
-function runningRow(call_id: number, ts_ms: number, tool: string, caller: string, session: string): LiveRow {
-  return { call_id, ts_ms, tool, caller, session, outcome: 'running', error_kind: null, error_message: null, elapsed_us: null, stages: null, output_size: null };
+function runningRow(call_id: number, ts_ms: number, tool: string, caller: string, session: string, preview = ''): LiveRow {
+  return { call_id, ts_ms, tool, preview, caller, session, outcome: 'running', error_kind: null, error_message: null, elapsed_us: null, stages: null, output_size: null };
 }
 
 /** A call the engine has received and not finished (the snapshot's `in_flight`). */
 function rowFromInFlight(c: InFlight): LiveRow {
-  return runningRow(c.call_id, c.ts_ms, c.tool, c.caller, c.session);
+  return runningRow(c.call_id, c.ts_ms, c.tool, c.caller, c.session, c.preview);
 }
 
 function cancelWords(r: CancelReason): string {
@@ -133,7 +136,7 @@ export class LiveStore {
   }
 
   received(ts_ms: number, e: EventOf<'call_received'>): void {
-    this.add(runningRow(e.call_id, ts_ms, e.tool, e.caller, e.session));
+    this.add(runningRow(e.call_id, ts_ms, e.tool, e.caller, e.session, e.preview));
   }
 
   finished(ts_ms: number, e: EventOf<'call_finished'>): void {

@@ -3,7 +3,7 @@ import { LiveStore } from './live.svelte';
 import type { EventOf } from '../api/types';
 import { demoSnapshot, snapshot } from './test-support';
 
-const received = (call_id: number, tool = 'fs_read'): EventOf<'call_received'> => ({ type: 'call_received', call_id, tool, caller: 'cursor', session: 's' });
+const received = (call_id: number, tool = 'fs_read'): EventOf<'call_received'> => ({ type: 'call_received', call_id, tool, caller: 'cursor', session: 's', preview: 'a.txt' });
 const finished = (call_id: number, outcome: EventOf<'call_finished'>['outcome'], tool = 'fs_read', elapsed = 840): EventOf<'call_finished'> => ({
   type: 'call_finished',
   call_id,
@@ -73,8 +73,8 @@ describe('LiveStore', () => {
 
   it('shows the calls in flight at a snapshot as running, and finishes them', () => {
     const s = new LiveStore();
-    s.reset({ ...demoSnapshot(10_000_000), recent_calls: [], in_flight: [{ call_id: 900, ts_ms: 9_999_000, tool: 'shell_exec', caller: 'socket cursor pid 4', session: 's' }] });
-    expect(s.row(900)).toMatchObject({ outcome: 'running', tool: 'shell_exec', caller: 'socket cursor pid 4' });
+    s.reset({ ...demoSnapshot(10_000_000), recent_calls: [], in_flight: [{ call_id: 900, ts_ms: 9_999_000, tool: 'shell_exec', caller: 'cursor (pid 4)', session: 's', preview: 'ls' }] });
+    expect(s.row(900)).toMatchObject({ outcome: 'running', tool: 'shell_exec', caller: 'cursor (pid 4)', preview: 'ls' });
     s.finished(10_000_000, finished(900, { status: 'ok', is_error: false, size: 2 }, 'shell_exec', 1500));
     expect(s.row(900)?.outcome).toBe('ok');
   });
@@ -82,7 +82,7 @@ describe('LiveStore', () => {
   it('takes a reload’s newer state for a row it holds as running, without duplicating it', () => {
     const s = new LiveStore();
     const base = { ...demoSnapshot(10_000_000), recent_calls: [] };
-    s.reset({ ...base, in_flight: [{ call_id: 900, ts_ms: 9_999_000, tool: 'shell_exec', caller: 'c', session: 's' }] });
+    s.reset({ ...base, in_flight: [{ call_id: 900, ts_ms: 9_999_000, tool: 'shell_exec', caller: 'c', session: 's', preview: 'ls' }] });
     const done = { ...demoSnapshot(10_000_000).recent_calls[0]!, call_id: 900, ts_ms: 9_999_000, outcome: 'ok' as const };
     s.reset({ ...base, recent_calls: [done], in_flight: [] });
     expect(s.size).toBe(1);
