@@ -65,13 +65,22 @@ pub fn call_result(call_id: u64, result: &Result<ToolResult, CallError>) -> Valu
             }
             out
         }
-        Err(e) => json!({
-            "content": [{"type": "text", "text": e.to_string()}],
-            "isError": true,
-            "_meta": {"toolgate/callId": call_id, "toolgate/error": {"kind": e.kind(), "message": e.to_string()}},
-        }),
+        Err(e) => {
+            let message = e.to_string();
+            let message = crate::events::cut_text(&message, MAX_ERROR_TEXT);
+            json!({
+                "content": [{"type": "text", "text": message}],
+                "isError": true,
+                "_meta": {"toolgate/callId": call_id, "toolgate/error": {"kind": e.kind(), "message": message}},
+            })
+        }
     }
 }
+
+/// Longest error message an agent gets back: messages quote what they
+/// refuse (a path, a tool name), and an 8 MiB path made a 16 MiB reply.
+/// 16 KiB keeps every message toolgate writes whole.
+pub const MAX_ERROR_TEXT: usize = 16 * 1024;
 
 /// One MCP content block.
 pub fn content_block(c: &Content) -> Value {
