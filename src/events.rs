@@ -508,6 +508,19 @@ impl Default for EventBus {
 mod tests {
     use super::*;
 
+    #[test]
+    fn long_texts_are_cut_on_a_character_boundary() {
+        assert_eq!(event_text("short"), "short");
+        let long = "é".repeat(MAX_EVENT_TEXT);
+        let cut = event_text(&long);
+        assert!(
+            cut.len() <= MAX_EVENT_TEXT && cut.ends_with('…'),
+            "{}",
+            cut.len()
+        );
+        assert_eq!(cut_text("abcdef", 5), "ab…");
+    }
+
     fn trace() -> Event {
         Event::CallStage {
             call_id: 1,

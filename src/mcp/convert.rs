@@ -154,6 +154,19 @@ mod tests {
     use crate::tool::ToolName;
 
     #[test]
+    fn a_huge_error_text_is_cut_for_the_agent() {
+        let v = call_result(
+            1,
+            &Err(CallError::Denied {
+                reason: Some("x".repeat(1 << 20)),
+            }),
+        );
+        let text = v["content"][0]["text"].as_str().unwrap();
+        assert!(text.len() <= MAX_ERROR_TEXT && text.ends_with('…'));
+        assert_eq!(v["_meta"]["toolgate/error"]["message"], text);
+    }
+
+    #[test]
     fn errors_are_readable_is_error_results_with_their_class() {
         let v = call_result(
             9,
