@@ -257,9 +257,11 @@ impl McpServer {
 
     /// The same server for the control socket: it also answers `role`'s
     /// methods, and nothing at all until a connection has authenticated
-    /// with it.
+    /// with it. It reads with a frame budget of its own, so agents that
+    /// fill theirs never hold up a person deciding on their calls.
     pub fn with_role(mut self, role: Arc<dyn ControlRole>) -> Self {
         self.control = Some(role);
+        self.budget = FrameBudget::new(self.budget.cap());
         self
     }
 
