@@ -418,7 +418,8 @@ impl Engine {
         // follows calls without their per-stage trace (see `EventBus`).
         let watched = inner.events.follows_calls();
         // The name as events carry it, made only when someone watches.
-        let tool_name: Option<Arc<str>> = watched.then(|| Arc::from(tool));
+        let tool_name: Option<Arc<str>> =
+            watched.then(|| Arc::from(crate::events::event_text(tool)));
         if let Some(tool_name) = &tool_name {
             inner.events.emit(Event::CallReceived {
                 call_id,
@@ -564,7 +565,7 @@ fn outcome(result: &Result<ToolResult, CallError>) -> Outcome {
         Err(CallError::Cancelled { reason }) => Outcome::Cancelled { reason: *reason },
         Err(e) => Outcome::Err {
             kind: e.kind(),
-            message: e.to_string(),
+            message: crate::events::event_text(&e.to_string()).into_owned(),
             counts_as_failure: e.counts_as_failure(),
         },
     }

@@ -313,6 +313,25 @@ impl Event {
         !self.is_call_trace() && !matches!(self, Self::StateChanged { .. })
     }
 
+    /// Bytes the event takes as JSON: what the console's ring counts it
+    /// as (a measure of its text, without an allocation).
+    pub fn weight(&self) -> usize {
+        struct Count(usize);
+        impl std::io::Write for Count {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0 += b.len();
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut n = Count(0);
+        // Writing into a counter cannot fail for the engine's own types.
+        let _ = serde_json::to_writer(&mut n, self);
+        n.0
+    }
+
     /// Whether the event traces one call's way through the pipeline
     /// (received, stage, retry, finished): a live view shows these, the
     /// audit log has them in the call's own row.
@@ -325,6 +344,27 @@ impl Event {
                 | Self::CallRetry { .. }
         )
     }
+}
+
+/// Longest text an event carries in one field (a tool name as requested,
+/// an error message): the rest is cut with "…", so what an agent sends
+/// cannot make the events that fan out to the console and the audit log
+/// large. 1 KiB keeps any message a person reads whole.
+pub const MAX_EVENT_TEXT: usize = 1024;
+
+/// `text`, cut to at most [`MAX_EVENT_TEXT`] bytes on a character boundary.
+pub fn event_text(text: &str) -> std::borrow::Cow<'_, str> {
+    cut_text(text, MAX_EVENT_TEXT)
+}
+
+/// `text`, cut to at most `max` bytes on a character boundary, ending in
+/// "…" when cut.
+pub fn cut_text(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if text.len() <= max {
+        return text.into();
+    }
+    let end = text.floor_char_boundary(max.saturating_sub('…'.len_utf8()));
+    format!("{}…", &text[..end]).into()
 }
 
 /// Receives the console's events synchronously, in the emitting thread, as
@@ -469,6 +509,19 @@ impl Default for EventBus {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_texts_are_cut_on_a_character_boundary() {
+        assert_eq!(event_text("short"), "short");
+        let long = "é".repeat(MAX_EVENT_TEXT);
+        let cut = event_text(&long);
+        assert!(
+            cut.len() <= MAX_EVENT_TEXT && cut.ends_with('…'),
+            "{}",
+            cut.len()
+        );
+        assert_eq!(cut_text("abcdef", 5), "ab…");
+    }
 
     fn trace() -> Event {
         Event::CallStage {

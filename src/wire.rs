@@ -196,7 +196,7 @@ pub enum Outcome {
     Err {
         /// The error class.
         kind: ErrorKind,
-        /// The one-line message the agent received.
+        /// The one-line message the agent received, cut to 1 KiB.
         message: String,
         /// Whether the circuit breaker counts it against the tool
         /// (`CallError::counts_as_failure`): sent, because the class alone

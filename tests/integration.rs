@@ -16,6 +16,7 @@ mod file_modes;
 mod http;
 mod identity;
 mod lifecycle;
+mod memory;
 mod path_escape;
 mod pipeline;
 mod policy_edit;

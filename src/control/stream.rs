@@ -7,7 +7,8 @@
 //!   event except the per-stage `call_stage` (whose timings come with a
 //!   call's detail) is stamped as it is published, in the emitting thread,
 //!   with `seq` (from 1, +1 per event, never reused while the engine runs)
-//!   and `ts_ms`, and the last [`RING`] envelopes are kept. Numbering at
+//!   and `ts_ms`, and the last [`RING`] envelopes (at most [`RING_BYTES`]
+//!   of them) are kept. Numbering at
 //!   publication means no event is ever lost before it has a number,
 //!   however busy the machine (an earlier design drained a broadcast ring
 //!   from a task, which overflowed under 64 concurrent agents).
@@ -46,6 +47,12 @@ const IN_FLIGHT: usize = 10_000;
 /// 200 bytes each, so ~3 MiB at most.
 pub const RING: usize = 16_384;
 
+/// Bytes of events kept for resuming, counted as JSON: what bounds the
+/// ring when events are large (their texts are cut at
+/// [`crate::events::MAX_EVENT_TEXT`], but thousands of them still add up);
+/// ordinary events never reach it before [`RING`].
+pub const RING_BYTES: usize = 4 * 1024 * 1024;
+
 /// Envelopes handed to a subscriber per lock of the ring.
 const BATCH: usize = 256;
 
@@ -62,6 +69,10 @@ pub enum StreamItem {
 #[derive(Debug)]
 struct State {
     ring: VecDeque<Arc<Envelope>>,
+    /// The weight of each envelope in `ring`, in the same order.
+    weights: VecDeque<usize>,
+    /// Their sum, at most [`RING_BYTES`] (beyond one envelope).
+    bytes: usize,
     cap: usize,
     /// The newest number handed out (0: none yet).
     last: u64,
@@ -135,6 +146,8 @@ impl Sequencer {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 ring: VecDeque::with_capacity(cap.clamp(1, 1024)),
+                weights: VecDeque::with_capacity(cap.clamp(1, 1024)),
+                bytes: 0,
                 cap: cap.max(1),
                 last: 0,
                 calls_total: 0,
@@ -273,6 +286,7 @@ impl ConsoleSink for Shared {
 
 /// Numbers one event and appends it; returns its number.
 fn push(shared: &Shared, event: &Event) -> u64 {
+    let weight = event.weight();
     let mut st = shared.lock();
     // Read under the lock, so timestamps never go backwards as numbers go up.
     let ts_ms = crate::audit::now_ms();
@@ -310,14 +324,17 @@ fn push(shared: &Shared, event: &Event) -> u64 {
         }
         _ => {}
     }
-    if st.ring.len() == st.cap {
+    while st.ring.len() >= st.cap || (!st.ring.is_empty() && st.bytes + weight > RING_BYTES) {
         st.ring.pop_front();
+        st.bytes -= st.weights.pop_front().unwrap_or(0);
     }
     st.ring.push_back(Arc::new(Envelope {
         seq,
         ts_ms,
         event: event.clone(),
     }));
+    st.weights.push_back(weight);
+    st.bytes += weight;
     seq
 }
 

@@ -279,3 +279,28 @@ async fn the_stream_ends_once_the_engine_is_gone_and_its_events_were_read() {
     assert_eq!(version(&*event(&mut sub).await), 7);
     assert!(sub.next().await.is_none());
 }
+
+#[tokio::test]
+async fn large_events_are_bounded_by_bytes_not_only_by_count() {
+    let bus = EventBus::new();
+    let seq = Sequencer::start(&bus);
+    let message = "m".repeat(100_000);
+    for id in 0..200u64 {
+        bus.emit(Event::CallFinished {
+            call_id: id,
+            tool: Arc::from("t"),
+            outcome: crate::wire::Outcome::Err {
+                kind: crate::error::ErrorKind::ToolFailed,
+                message: message.clone(),
+                counts_as_failure: false,
+            },
+            elapsed: std::time::Duration::ZERO,
+        });
+    }
+    let st = seq.shared.lock();
+    let kept: usize = st.ring.iter().map(|e| e.event.weight()).sum();
+    assert_eq!(kept, st.bytes);
+    assert!(kept <= RING_BYTES, "{kept} bytes kept");
+    assert!(st.ring.len() < 200 && st.ring.len() >= RING_BYTES / 100_100);
+    assert_eq!(st.ring.back().map(|e| e.seq), Some(200), "the newest stays");
+}

@@ -65,13 +65,22 @@ pub fn call_result(call_id: u64, result: &Result<ToolResult, CallError>) -> Valu
             }
             out
         }
-        Err(e) => json!({
-            "content": [{"type": "text", "text": e.to_string()}],
-            "isError": true,
-            "_meta": {"toolgate/callId": call_id, "toolgate/error": {"kind": e.kind(), "message": e.to_string()}},
-        }),
+        Err(e) => {
+            let message = e.to_string();
+            let message = crate::events::cut_text(&message, MAX_ERROR_TEXT);
+            json!({
+                "content": [{"type": "text", "text": message}],
+                "isError": true,
+                "_meta": {"toolgate/callId": call_id, "toolgate/error": {"kind": e.kind(), "message": message}},
+            })
+        }
     }
 }
+
+/// Longest error message an agent gets back: messages quote what they
+/// refuse (a path, a tool name), and an 8 MiB path made a 16 MiB reply.
+/// 16 KiB keeps every message toolgate writes whole.
+pub const MAX_ERROR_TEXT: usize = 16 * 1024;
 
 /// One MCP content block.
 pub fn content_block(c: &Content) -> Value {
@@ -143,6 +152,19 @@ pub fn content_from_mcp(blocks: &[Value]) -> Vec<Content> {
 mod tests {
     use super::*;
     use crate::tool::ToolName;
+
+    #[test]
+    fn a_huge_error_text_is_cut_for_the_agent() {
+        let v = call_result(
+            1,
+            &Err(CallError::Denied {
+                reason: Some("x".repeat(1 << 20)),
+            }),
+        );
+        let text = v["content"][0]["text"].as_str().unwrap();
+        assert!(text.len() <= MAX_ERROR_TEXT && text.ends_with('…'));
+        assert_eq!(v["_meta"]["toolgate/error"]["message"], text);
+    }
 
     #[test]
     fn errors_are_readable_is_error_results_with_their_class() {

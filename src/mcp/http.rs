@@ -38,6 +38,7 @@ use tokio_util::task::TaskTracker;
 
 use super::jsonrpc::{self, Incoming};
 use super::server::{Conn, McpServer, runs_long};
+use super::shape::Shape;
 use crate::cancel::CancelReason;
 use crate::context::{Caller, Session};
 use crate::local_http::{constant_time_eq, is_local, new_token};
@@ -189,6 +190,13 @@ fn session_of(s: &Http, headers: &HeaderMap) -> Option<(String, Arc<Conn>)> {
 }
 
 async fn post_mcp(State(s): State<Http>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Err(e) = Shape::of(&body) {
+        return json_response(
+            StatusCode::BAD_REQUEST,
+            jsonrpc::error_line(&Value::Null, jsonrpc::INVALID_REQUEST, &e.to_string()),
+            None,
+        );
+    }
     let msg = match jsonrpc::parse(&body) {
         Ok(m) => m,
         Err(r) => {

@@ -2,6 +2,7 @@
 //! via `toolgate mcp-bridge`, or streamable HTTP), with toolgate's gate-mode
 //! extensions. See `docs/agent-protocol.md` for the wire contract.
 
+pub mod budget;
 pub mod convert;
 pub mod frame;
 mod gate;
@@ -9,6 +10,7 @@ pub mod http;
 pub mod jsonrpc;
 pub mod role;
 pub mod server;
+pub mod shape;
 
 pub use role::ControlRole;
 pub use server::{McpServer, ServerOptions};

@@ -46,6 +46,7 @@ use std::pin::Pin;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
+use super::budget::{DEFAULT_BUDGET, FrameBudget, Held};
 use super::frame::{Frame, FrameReader, MAX_FRAME};
 use super::jsonrpc::{self, INVALID_PARAMS, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND, Refused};
 use super::role::ControlRole;
@@ -68,6 +69,9 @@ pub struct ServerOptions {
     pub max_in_flight: usize,
     /// A single write that takes longer disconnects the client. Default 30 s.
     pub write_timeout: Duration,
+    /// Bytes of request frames in flight across every connection of the
+    /// server (see [`super::budget`]). Default [`DEFAULT_BUDGET`] (64 MiB).
+    pub frame_budget: usize,
 }
 
 impl Default for ServerOptions {
@@ -76,6 +80,7 @@ impl Default for ServerOptions {
             max_frame: MAX_FRAME,
             max_in_flight: 256,
             write_timeout: Duration::from_secs(30),
+            frame_budget: DEFAULT_BUDGET,
         }
     }
 }
@@ -166,7 +171,10 @@ impl Conn {
     }
 
     fn set_client(&self, name: &str, version: &str) {
-        self.set_caller(|c| c.client_name = Some(format!("{name} {version}")));
+        // Every event of the connection's calls names the client: an
+        // agent's say of what it is called cannot make them large.
+        let named = crate::events::event_text(&format!("{name} {version}")).into_owned();
+        self.set_caller(|c| c.client_name = Some(named));
     }
 
     /// The connection now holds agent id `id` (see [`crate::agent_ids`]):
@@ -206,6 +214,8 @@ pub struct McpServer {
     /// Fired at the shutdown deadline: writes still stalled then are
     /// abandoned, so a client that never reads cannot hold shutdown up.
     cut: CancellationToken,
+    /// The cap on request bytes in flight, shared by every connection.
+    budget: FrameBudget,
 }
 
 impl McpServer {
@@ -213,6 +223,10 @@ impl McpServer {
     pub fn new(engine: Engine, opts: ServerOptions) -> Self {
         Self {
             engine,
+            budget: FrameBudget::new(
+                opts.frame_budget
+                    .max(super::frame::frame_cost(opts.max_frame, 0)),
+            ),
             opts: Arc::new(opts),
             control: None,
             calls: Cancel::new(),
@@ -248,9 +262,11 @@ impl McpServer {
 
     /// The same server for the control socket: it also answers `role`'s
     /// methods, and nothing at all until a connection has authenticated
-    /// with it.
+    /// with it. It reads with a frame budget of its own, so agents that
+    /// fill theirs never hold up a person deciding on their calls.
     pub fn with_role(mut self, role: Arc<dyn ControlRole>) -> Self {
         self.control = Some(role);
+        self.budget = FrameBudget::new(self.budget.cap());
         self
     }
 
@@ -301,7 +317,8 @@ impl McpServer {
         let mut out = Out::new(wr, self.opts.write_timeout, self.cut.clone());
         let conn = Arc::new(self.conn(session));
         let mut calls = InFlight::new();
-        let mut frames = FrameReader::new(BufReader::new(rd), self.opts.max_frame);
+        let mut frames =
+            FrameReader::new(BufReader::new(rd), self.opts.max_frame, self.budget.clone());
         let mut changes = self.engine.registry().subscribe_changes();
         let mut state = ConnState::default();
         let mut hangup = std::pin::pin!(hangup);
@@ -323,10 +340,9 @@ impl McpServer {
                     .is_initialized()
                     .then(|| jsonrpc::notification_line("notifications/tools/list_changed")),
                 frame = frames.next(), if state.reading && calls.len() < self.opts.max_in_flight => match frame {
-                    Ok(Frame::Line(line)) => self.dispatch(&conn, &line, &mut calls).await,
-                    Ok(Frame::TooLarge { skipped }) => {
-                        let msg = format!("frame of {skipped} bytes exceeds the {} byte limit and was discarded", self.opts.max_frame);
-                        Some(jsonrpc::error_line(&Value::Null, INVALID_REQUEST, &msg))
+                    Ok(Frame::Line(line, held)) => self.dispatch(&conn, line, held, &mut calls).await,
+                    Ok(Frame::Refused(why)) => {
+                        Some(jsonrpc::error_line(&Value::Null, INVALID_REQUEST, &why.to_string()))
                     }
                     // Half-close: no more requests, replies still wanted.
                     Ok(Frame::Eof) => { state.reading = false; None }
@@ -368,14 +384,19 @@ impl McpServer {
     }
 
     /// Answers one frame: the reply line for quick requests, nothing for
-    /// notifications, and long requests join `calls`.
+    /// notifications, and long requests join `calls`. The frame's charge
+    /// on the budget (`held`) is given back once the request is answered;
+    /// its text as soon as it is parsed.
     async fn dispatch(
         &self,
         conn: &Arc<Conn>,
-        line: &[u8],
+        line: Vec<u8>,
+        held: Held,
         calls: &mut InFlight,
     ) -> Option<Vec<u8>> {
-        match jsonrpc::parse(line) {
+        let parsed = jsonrpc::parse(&line);
+        drop(line);
+        match parsed {
             Err(r) => Some(jsonrpc::error_line(&r.id, r.code, &r.message)),
             Ok(Incoming::Response) => None,
             Ok(Incoming::Notification { method, params }) => {
@@ -386,6 +407,7 @@ impl McpServer {
                 let (me, conn2) = (self.clone(), conn.clone());
                 let cancel = conn.begin_request(&id);
                 let call = async move {
+                    let _held = held;
                     let line = me.request(&conn2, &id, &method, params, &cancel).await;
                     conn2.end_request(&id, &cancel);
                     // MCP: a request the client cancelled gets no response.

@@ -1,6 +1,7 @@
 //! A bounded ring of a child's stderr lines, for `toolgate servers` and the
-//! UI. Bounded in lines and in bytes per line so a chatty or hostile server
-//! cannot grow toolgate's memory; the oldest lines go first. Lines are
+//! UI. Bounded in lines and in bytes per line (also while a line is read)
+//! so a chatty or hostile server cannot grow toolgate's memory; the oldest
+//! lines go first. Lines are
 //! scrubbed of the server's secret values before they are kept (see
 //! [`crate::scrub`]), so nothing that reads the ring can show them.
 
@@ -13,6 +14,10 @@ use crate::scrub::Scrubber;
 
 /// Longest line kept, in bytes; the rest is cut with a marker.
 const MAX_LINE: usize = 4096;
+
+/// Bytes of a line read before it is scrubbed and cut: the line kept and
+/// room for a secret that starts inside it to be recognised whole.
+const READ_LINE: usize = 64 * 1024;
 
 /// The ring. Cloning shares it.
 #[derive(Debug, Clone)]
@@ -113,20 +118,34 @@ impl StderrLog {
     }
 
     /// Reads `src` line by line into the ring until EOF. Invalid UTF-8 is
-    /// replaced, not fatal.
+    /// replaced, not fatal. At most [`READ_LINE`] bytes of a line are
+    /// held; the rest is read and dropped, so a server that writes a
+    /// line without end costs no memory.
     pub(crate) async fn pump(self, src: impl AsyncRead + Unpin) {
         let mut reader = BufReader::new(src);
         let mut buf = Vec::new();
-        loop {
-            buf.clear();
-            match reader.read_until(b'\n', &mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    let text = String::from_utf8_lossy(&buf);
-                    self.push(text.trim_end_matches(['\n', '\r']).to_owned());
+        while let Ok(chunk) = reader.fill_buf().await {
+            if chunk.is_empty() {
+                if !buf.is_empty() {
+                    self.push_bytes(&buf);
                 }
+                break;
+            }
+            let end = chunk.iter().position(|b| *b == b'\n');
+            let used = end.map_or(chunk.len(), |i| i + 1);
+            let room = READ_LINE.saturating_sub(buf.len());
+            buf.extend_from_slice(&chunk[..end.unwrap_or(used).min(room)]);
+            reader.consume(used);
+            if end.is_some() {
+                self.push_bytes(&buf);
+                buf = Vec::new();
             }
         }
+    }
+
+    fn push_bytes(&self, line: &[u8]) {
+        let text = String::from_utf8_lossy(line);
+        self.push(text.trim_end_matches(['\n', '\r']).to_owned());
     }
 }
 
@@ -169,6 +188,17 @@ mod tests {
         let none = log.since(5);
         assert!(none.lines.is_empty());
         assert_eq!((none.next, none.skipped), (5, 0));
+    }
+
+    #[tokio::test]
+    async fn a_line_without_end_is_cut_while_it_is_read() {
+        let log = StderrLog::new(10, Scrubber::default());
+        let mut input = vec![b'x'; READ_LINE * 8];
+        input.extend_from_slice(b"\nnext\n");
+        log.clone().pump(&input[..]).await;
+        let lines = log.lines();
+        assert!(lines[0].len() <= MAX_LINE + 6 && lines[0].ends_with("[cut]"));
+        assert_eq!(lines[1], "next");
     }
 
     #[tokio::test]

@@ -4,6 +4,7 @@
 //! non-zero exit (1: the call failed or was refused; 2: bad usage or
 //! configuration).
 
+mod allocator;
 mod calls;
 mod config_cmd;
 mod decide;
@@ -204,6 +205,9 @@ fn main() -> ExitCode {
     toolgate::barrier::warden::run_if_asked();
     init_tracing();
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Serve { .. }) {
+        allocator::purge_promptly();
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => return fail(2, &format!("cannot start the async runtime: {e}")),

@@ -19,7 +19,7 @@ size: number, } | { "status": "err",
  */
 kind: ErrorKind, 
 /**
- * The one-line message the agent received.
+ * The one-line message the agent received, cut to 1 KiB.
  */
 message: string, 
 /**
