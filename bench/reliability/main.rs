@@ -359,7 +359,7 @@ fn markdown(ctx: &Ctx, sections: &[Section], elapsed: std::time::Duration) -> St
          | CPUs | {cpus} |\n\
          | memory | {:.1} GB |\n\
          | commit | `{commit}`{} |\n\
-         | daemon binary | toolgate, {} build |\n\
+         | daemon binary | toolgate, {} build (the harness itself: {} build) |\n\
          | mode | {} |\n\
          | seed | {} (repeat with `--seed {}`) |\n\
          | run time | {:.0} s |\n\
@@ -374,6 +374,11 @@ fn markdown(ctx: &Ctx, sections: &[Section], elapsed: std::time::Duration) -> St
             "release"
         } else {
             "debug"
+        },
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
         },
         if ctx.full { "full" } else { "quick" },
         ctx.seed,
