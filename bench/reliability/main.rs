@@ -244,7 +244,10 @@ fn main() -> ExitCode {
         if full { "full" } else { "quick" },
         ctx.bin.display()
     );
+    // More workers than cores: the fuzzer's writers generate and judge
+    // large frames, and its readers must keep reading meanwhile.
     let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(std::thread::available_parallelism().map_or(4, |n| n.get().max(4)))
         .enable_all()
         .build()
         .expect("runtime");

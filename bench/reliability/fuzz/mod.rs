@@ -267,9 +267,9 @@ async fn fuzz(ctx: &Ctx, total: usize, s: &mut Section) -> anyhow::Result<()> {
             } else {
                 format!(
                     "{} of {}; {} wrong, e.g. {}",
-                    t.answered,
-                    t.due,
-                    t.bad_count,
+                    thousands(t.answered),
+                    thousands(t.due),
+                    thousands(t.bad_count),
                     t.bad.join(" / ")
                 )
             },
@@ -333,12 +333,12 @@ async fn fuzz(ctx: &Ctx, total: usize, s: &mut Section) -> anyhow::Result<()> {
     s.count("frames in all", frames);
     for c in Category::ALL {
         s.count(
-            &format!("  {} (socket + HTTP)", c.name()),
+            &format!("{} (socket and HTTP)", c.name()),
             by_cat.get(&c).copied().unwrap_or(0),
         );
     }
     s.count(
-        "  of them, every field × every other type, systematically",
+        "of the wrong types, every field × every other type in turn",
         systematic.len() as u64,
     );
     s.count("to the agent socket", socket.frames());
@@ -516,15 +516,21 @@ async fn socket_conn(
     t
 }
 
-/// Records what `frame` is due.
+/// Records what `frame` is due. The oracle runs before the lock is
+/// taken: parsing a large frame takes a while, and the reader must not
+/// wait for it (the daemon drops a client that stops reading).
 fn record(due: &Arc<Mutex<Due>>, frame: &[u8], category: Category) {
+    // Over the frame limit: skipped whole, refused without an id.
+    let expect = if frame.len() > MAX_FRAME {
+        Expect::NullError
+    } else {
+        oracle::expect(frame, true)
+    };
+    let start = clip(&String::from_utf8_lossy(&frame[..frame.len().min(400)]), 80);
     let mut d = due.lock().unwrap_or_else(PoisonError::into_inner);
-    match oracle::expect(frame, true) {
-        // Over the frame limit: skipped whole, refused without an id.
-        Expect::Id(_) if frame.len() > MAX_FRAME => d.nulls += 1,
+    match expect {
         Expect::Id(id) => {
             d.id_frames += 1;
-            let start = clip(&String::from_utf8_lossy(&frame[..frame.len().min(400)]), 80);
             d.ids.entry(id).or_insert((0, category, start)).0 += 1;
         }
         Expect::NullError => d.nulls += 1,
