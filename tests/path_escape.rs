@@ -22,9 +22,11 @@ use toolgate::guard::path::{PathError, PathRoots};
 use toolgate::tool::{Content, Tool, ToolResult};
 use toolgate::{CallError, ErrorKind};
 
+use crate::common::escapes::{
+    CWD_ESCAPES, DIR_LINK_ESCAPES, DOT_DOT_ESCAPES, FILE_LINK_ESCAPES, NUL_BYTE_ESCAPES,
+    PathLayout, SECRET,
+};
 use crate::common::{all_gone, running};
-
-const SECRET: &str = "outside secret";
 
 struct Fixture {
     _tmp: tempfile::TempDir,
@@ -35,19 +37,23 @@ struct Fixture {
 
 fn fixture() -> Fixture {
     let tmp = tempfile::tempdir().unwrap();
-    let base = fs::canonicalize(tmp.path()).unwrap();
-    let root = base.join("root");
-    let outside = base.join("outside");
-    fs::create_dir_all(root.join("sub")).unwrap();
-    fs::create_dir_all(outside.join("dir")).unwrap();
-    fs::write(root.join("sub/file.txt"), "inside").unwrap();
-    fs::write(outside.join("secret.txt"), SECRET).unwrap();
+    let PathLayout { root, outside } = PathLayout::create(tmp.path());
     let roots = Arc::new(PathRoots::new(std::slice::from_ref(&root)).unwrap());
     Fixture {
         _tmp: tmp,
         root,
         outside,
         roots,
+    }
+}
+
+impl Fixture {
+    /// The shared layout's view of this fixture (its links and lists).
+    fn layout(&self) -> PathLayout {
+        PathLayout {
+            root: self.root.clone(),
+            outside: self.outside.clone(),
+        }
     }
 }
 
@@ -93,17 +99,7 @@ impl Fixture {
     }
 
     fn assert_outside_untouched(&self) {
-        assert_eq!(
-            fs::read_to_string(self.outside.join("secret.txt")).unwrap(),
-            SECRET
-        );
-        let mut names: Vec<_> = fs::read_dir(&self.outside)
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        names.sort();
-        assert_eq!(names, ["dir", "secret.txt"]);
-        assert_eq!(fs::read_dir(self.outside.join("dir")).unwrap().count(), 0);
+        assert_eq!(self.layout().outside_changes(), None);
     }
 }
 
@@ -112,12 +108,7 @@ impl Fixture {
 #[tokio::test]
 async fn dot_dot_escapes_are_refused() {
     let f = fixture();
-    for p in [
-        "..",
-        "../outside/secret.txt",
-        "sub/../../outside/secret.txt",
-        "sub/../../outside/dir/new.txt",
-    ] {
+    for p in DOT_DOT_ESCAPES {
         let e = f.roots.check(p).unwrap_err();
         assert!(matches!(e, PathError::Escapes { .. }), "{p}: {e:?}");
         f.all_tools_refuse(p).await;
@@ -138,9 +129,8 @@ async fn dot_dot_escapes_are_refused() {
 #[tokio::test]
 async fn absolute_paths_outside_are_refused() {
     let f = fixture();
-    let secret = f.outside.join("secret.txt").display().to_string();
-    let new = f.outside.join("dir/new.txt").display().to_string();
-    for p in ["/etc/passwd", "/", secret.as_str(), new.as_str()] {
+    for p in f.layout().absolute_outside() {
+        let p = p.as_str();
         let e = f.roots.check(p).unwrap_err();
         assert!(matches!(e, PathError::Outside { .. }), "{p}: {e:?}");
         f.all_tools_refuse(p).await;
@@ -167,13 +157,8 @@ async fn absolute_paths_inside_are_allowed() {
 #[tokio::test]
 async fn symlink_to_etc_passwd_is_refused() {
     let f = fixture();
-    symlink("/etc/passwd", f.root.join("pw")).unwrap();
-    symlink(
-        "../../../../../../../../etc/passwd",
-        f.root.join("sub/pw_rel"),
-    )
-    .unwrap();
-    for p in ["pw", "sub/pw_rel"] {
+    f.layout().link_files();
+    for p in FILE_LINK_ESCAPES {
         let e = f.roots.check(p).unwrap_err();
         assert!(matches!(e, PathError::SymlinkEscape { .. }), "{p}: {e:?}");
         f.all_tools_refuse(p).await;
@@ -187,18 +172,8 @@ async fn symlink_to_etc_passwd_is_refused() {
 #[tokio::test]
 async fn symlink_to_a_dir_outside_is_refused_on_every_component() {
     let f = fixture();
-    symlink(&f.outside, f.root.join("abs_out")).unwrap();
-    symlink("../outside", f.root.join("rel_out")).unwrap();
-    symlink("../../outside/dir", f.root.join("sub/deep_out")).unwrap();
-    for p in [
-        "abs_out",
-        "abs_out/secret.txt",
-        "abs_out/dir/new.txt",
-        "rel_out/secret.txt",
-        "rel_out/dir/x/y.txt",
-        "sub/deep_out/new.txt",
-        "./sub/../rel_out/secret.txt",
-    ] {
+    f.layout().link_dirs();
+    for p in DIR_LINK_ESCAPES {
         let e = f.roots.check(p).unwrap_err();
         assert!(matches!(e, PathError::SymlinkEscape { .. }), "{p}: {e:?}");
         f.all_tools_refuse(p).await;
@@ -240,7 +215,7 @@ async fn symlinks_that_stay_inside_are_allowed() {
 #[tokio::test]
 async fn nul_bytes_are_refused() {
     let f = fixture();
-    for p in ["sub/file.txt\0", "\0/etc/passwd", "sub/\0../../outside"] {
+    for p in NUL_BYTE_ESCAPES {
         assert!(matches!(f.roots.check(p), Err(PathError::NulByte { .. })));
         f.all_tools_refuse(p).await;
     }
@@ -391,7 +366,7 @@ async fn shell_captures_output_and_exit_code() {
 async fn shell_cwd_cannot_escape() {
     let f = fixture();
     symlink(&f.outside, f.root.join("out")).unwrap();
-    for cwd in ["..", "out", "/etc"] {
+    for cwd in CWD_ESCAPES {
         let e = shell_tool(&f)
             .call(json!({"command": "touch pwned", "cwd": cwd}), &ctx())
             .await

@@ -137,19 +137,7 @@ fn assert_guard_denied(r: &Result<ToolResult, CallError>, url: &str) {
 #[tokio::test]
 async fn blocked_urls_never_connect() {
     let server = Server::start(ok("secret")).await;
-    let p = server.port;
-    for url in [
-        format!("http://127.0.0.1:{p}/"),
-        format!("http://localhost:{p}/"),
-        format!("http://localhost.:{p}/"),
-        format!("http://2130706433:{p}/"),
-        format!("http://0x7f.0.0.1:{p}/"),
-        format!("http://0177.0.0.1:{p}/"),
-        format!("http://127.1:{p}/"),
-        format!("http://0.0.0.0:{p}/"),
-        format!("http://[::ffff:127.0.0.1]:{p}/"),
-        format!("http://[::127.0.0.1]:{p}/"),
-    ] {
+    for url in crate::common::escapes::blocked_urls(server.port) {
         assert_guard_denied(&get(SsrfConfig::default(), &url).await, &url);
     }
     assert_eq!(server.accepted(), 0);

@@ -135,6 +135,7 @@ pub(crate) fn types(events: &[Value]) -> Vec<String> {
 }
 
 pub(crate) mod daemon;
+pub(crate) mod escapes;
 pub(crate) mod python;
 pub(crate) mod roles;
 
