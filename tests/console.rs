@@ -1002,3 +1002,28 @@ async fn an_edit_of_a_setting_read_at_start_says_it_waits_for_a_restart() {
     }
     d.stop().await;
 }
+
+#[tokio::test]
+async fn a_body_over_the_limit_gets_the_apis_json_error() {
+    let d = TestDaemon::start("").await;
+    let c = client();
+    let origin = d.origin();
+    let h = cookie_headers(&login(&d).await, &origin);
+    let big = format!("{{\"doc\": \"{}\"}}", "x".repeat(3 * 1024 * 1024));
+    let r = c
+        .post(format!("{origin}/api/policy/validate"))
+        .headers(h)
+        .header("content-type", "application/json")
+        .body(big)
+        .send()
+        .await
+        .unwrap();
+    let (s, e) = error_of(r).await;
+    assert_eq!(
+        (s, e["code"].as_str()),
+        (StatusCode::PAYLOAD_TOO_LARGE, Some("too_large")),
+        "{e}"
+    );
+    assert!(e["message"].as_str().unwrap().contains("2 MiB"), "{e}");
+    d.stop().await;
+}

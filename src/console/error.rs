@@ -32,6 +32,8 @@ pub enum Code {
     Conflict,
     /// A field is invalid; names it.
     Invalid,
+    /// The request body is larger than the console accepts.
+    TooLarge,
     /// This engine runs without the part the request needs.
     Unavailable,
     /// A store or the disk failed.
@@ -49,6 +51,7 @@ impl Code {
             Self::Stale => "stale",
             Self::Conflict => "conflict",
             Self::Invalid => "invalid",
+            Self::TooLarge => "too_large",
             Self::Unavailable => "unavailable",
             Self::Internal => "internal",
         }
@@ -65,6 +68,7 @@ impl Code {
             "stale" => Self::Stale,
             "conflict" => Self::Conflict,
             "invalid" => Self::Invalid,
+            "too_large" => Self::TooLarge,
             "unavailable" => Self::Unavailable,
             _ => Self::Internal,
         }
@@ -79,6 +83,7 @@ impl Code {
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::Stale | Self::Conflict => StatusCode::CONFLICT,
             Self::Invalid => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -167,4 +172,36 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         (self.code.status(), Json(Body { error: &self })).into_response()
     }
+}
+
+/// The largest request body the console API reads (axum's default limit,
+/// named here so its error can say it).
+pub const MAX_BODY: usize = 2 * 1024 * 1024;
+
+/// Turns the framework's own plain-text refusals under `/api` (a body over
+/// [`MAX_BODY`]) into the API's JSON error, so every failure a client of
+/// the API sees has the same shape.
+pub(super) async fn json_refusals(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let r = next.run(req).await;
+    if r.status() == StatusCode::PAYLOAD_TOO_LARGE && !is_json(&r) {
+        return ApiError::new(
+            Code::TooLarge,
+            format!(
+                "the request body is larger than the console API accepts ({} MiB)",
+                MAX_BODY / (1024 * 1024)
+            ),
+        )
+        .into_response();
+    }
+    r
+}
+
+fn is_json(r: &Response) -> bool {
+    r.headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"))
 }

@@ -73,7 +73,9 @@ pub(super) fn router<A: ConsoleApi>(console: Console<A>) -> Router {
         .layer(middleware::from_fn_with_state(
             gate.clone(),
             guard::authenticate,
-        ));
+        ))
+        .layer(axum::extract::DefaultBodyLimit::max(super::error::MAX_BODY))
+        .layer(middleware::from_fn(super::error::json_refusals));
     Router::new()
         .route("/login", get(login::<A>))
         .nest("/api", api)

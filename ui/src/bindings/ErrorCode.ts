@@ -3,4 +3,4 @@
 /**
  * The stable error codes of the console API.
  */
-export type ErrorCode = "bad_request" | "unauthorized" | "forbidden" | "not_found" | "stale" | "conflict" | "invalid" | "unavailable" | "internal";
+export type ErrorCode = "bad_request" | "unauthorized" | "forbidden" | "not_found" | "stale" | "conflict" | "invalid" | "too_large" | "unavailable" | "internal";
