@@ -39,7 +39,9 @@ pub enum Frame {
     /// its charge on the budget: keep it until the request is answered.
     Line(Vec<u8>, Held),
     /// A line went past a limit; its remaining bytes are being skipped.
-    Refused(Refused),
+    /// The id is the request's, when its first bytes showed it
+    /// ([`super::leading_id`]), else null.
+    Refused(Refused, serde_json::Value),
     /// The peer closed the stream.
     Eof,
 }
@@ -129,10 +131,12 @@ impl<R: AsyncBufRead + Unpin> FrameReader<R> {
             let data = &chunk[..done.unwrap_or(used)];
             let len = self.buf.len() + data.len();
             if len > self.max {
-                return Ok(self.refuse(Refused::TooLarge { limit: self.max }, used, done));
+                let id = id_in(&self.buf, data);
+                return Ok(self.refuse(Refused::TooLarge { limit: self.max }, id, used, done));
             }
             if let Err(e) = self.shape.feed(data) {
-                return Ok(self.refuse(Refused::TooComplex(e), used, done));
+                let id = id_in(&self.buf, data);
+                return Ok(self.refuse(Refused::TooComplex(e), id, used, done));
             }
             if len > FREE_READ && self.held.bytes() == 0 {
                 // Room for the largest frame before buffering more; the
@@ -174,14 +178,31 @@ impl<R: AsyncBufRead + Unpin> FrameReader<R> {
 
     /// Refuses the line being read: frees its buffer and budget, and skips
     /// its rest unless this chunk already ended it.
-    fn refuse(&mut self, why: Refused, used: usize, done: Option<usize>) -> Frame {
+    fn refuse(
+        &mut self,
+        why: Refused,
+        id: serde_json::Value,
+        used: usize,
+        done: Option<usize>,
+    ) -> Frame {
         self.buf = Vec::new();
         self.held = Held::default();
         self.shape.reset();
         self.inner.consume(used);
         self.skipping = done.is_none();
-        Frame::Refused(why)
+        Frame::Refused(why, id)
     }
+}
+
+/// The request id among the first bytes of a line being read: those
+/// buffered, then `data`, at most [`super::leading_id::PREFIX`].
+fn id_in(buf: &[u8], data: &[u8]) -> serde_json::Value {
+    use super::leading_id::{PREFIX, leading_id};
+    let mut prefix = Vec::with_capacity(PREFIX);
+    prefix.extend_from_slice(&buf[..buf.len().min(PREFIX)]);
+    let room = PREFIX - prefix.len();
+    prefix.extend_from_slice(&data[..data.len().min(room)]);
+    leading_id(&prefix).unwrap_or(serde_json::Value::Null)
 }
 
 #[cfg(test)]
@@ -209,7 +230,7 @@ mod tests {
         loop {
             let f = match r.next().await.unwrap() {
                 Frame::Line(l, _) => F::Line(l),
-                Frame::Refused(why) => F::Refused(why),
+                Frame::Refused(why, _) => F::Refused(why),
                 Frame::Eof => F::Eof,
             };
             let eof = f == F::Eof;
@@ -319,5 +340,22 @@ mod tests {
             panic!("a line")
         };
         assert_eq!(l.len(), FREE_READ * 4 + 1);
+    }
+
+    #[tokio::test]
+    async fn a_refused_request_keeps_the_id_its_first_bytes_show() {
+        let deep = format!("{{\"id\":\"deep-1\",\"params\":{}\n", "[".repeat(100));
+        let budget = FrameBudget::new(1 << 30);
+        let mut r = FrameReader::new(
+            BufReader::with_capacity(7, deep.as_bytes()),
+            1 << 20,
+            budget,
+        );
+        match r.next().await.unwrap() {
+            Frame::Refused(Refused::TooComplex(TooComplex::Deep), id) => {
+                assert_eq!(id, serde_json::json!("deep-1"));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

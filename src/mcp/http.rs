@@ -191,9 +191,11 @@ fn session_of(s: &Http, headers: &HeaderMap) -> Option<(String, Arc<Conn>)> {
 
 async fn post_mcp(State(s): State<Http>, headers: HeaderMap, body: Bytes) -> Response {
     if let Err(e) = Shape::of(&body) {
+        let prefix = &body[..body.len().min(super::leading_id::PREFIX)];
+        let id = super::leading_id::leading_id(prefix).unwrap_or(Value::Null);
         return json_response(
             StatusCode::BAD_REQUEST,
-            jsonrpc::error_line(&Value::Null, jsonrpc::INVALID_REQUEST, &e.to_string()),
+            jsonrpc::error_line(&id, jsonrpc::INVALID_REQUEST, &e.to_string()),
             None,
         );
     }

@@ -8,6 +8,7 @@ pub mod frame;
 mod gate;
 pub mod http;
 pub mod jsonrpc;
+pub mod leading_id;
 pub mod role;
 pub mod server;
 pub mod shape;

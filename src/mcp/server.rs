@@ -341,8 +341,8 @@ impl McpServer {
                     .then(|| jsonrpc::notification_line("notifications/tools/list_changed")),
                 frame = frames.next(), if state.reading && calls.len() < self.opts.max_in_flight => match frame {
                     Ok(Frame::Line(line, held)) => self.dispatch(&conn, line, held, &mut calls).await,
-                    Ok(Frame::Refused(why)) => {
-                        Some(jsonrpc::error_line(&Value::Null, INVALID_REQUEST, &why.to_string()))
+                    Ok(Frame::Refused(why, id)) => {
+                        Some(jsonrpc::error_line(&id, INVALID_REQUEST, &why.to_string()))
                     }
                     // Half-close: no more requests, replies still wanted.
                     Ok(Frame::Eof) => { state.reading = false; None }
