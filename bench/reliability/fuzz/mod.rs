@@ -520,12 +520,8 @@ async fn socket_conn(
 /// taken: parsing a large frame takes a while, and the reader must not
 /// wait for it (the daemon drops a client that stops reading).
 fn record(due: &Arc<Mutex<Due>>, frame: &[u8], category: Category) {
-    // Over the frame limit: skipped whole, refused without an id.
-    let expect = if frame.len() > MAX_FRAME {
-        Expect::NullError
-    } else {
-        oracle::expect(frame, true)
-    };
+    // Past a limit: refused unparsed, with the id its first bytes show.
+    let expect = oracle::expect_limited(frame, frame.len() > MAX_FRAME, true);
     let start = clip(&String::from_utf8_lossy(&frame[..frame.len().min(400)]), 80);
     let mut d = due.lock().unwrap_or_else(PoisonError::into_inner);
     match expect {
@@ -545,8 +541,8 @@ async fn http_frames(agent: HttpAgent, mut g: Gen, n: usize) -> Tally {
         let f = g.next();
         *t.sent.entry(f.category).or_default() += 1;
         t.bytes += f.bytes.len() as u64;
-        let want = oracle::expect(&f.bytes, false);
         let big = f.bytes.len() > 2 * 1024 * 1024;
+        let want = oracle::expect_limited(&f.bytes, false, false);
         match &want {
             Expect::Id(_) => t.due += 1,
             Expect::NullError => t.null_due += 1,

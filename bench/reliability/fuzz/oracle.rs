@@ -17,6 +17,21 @@ pub enum Expect {
     Nothing,
 }
 
+/// What a frame must get back from a reader with the engine's limits: one
+/// past them (`over_length`, or too deep or too many values) is refused
+/// before it is parsed, and answered with the id its first bytes show, or
+/// a null id when they show none (docs/agent-protocol.md, "Limits"). The
+/// id is read by the engine's own function: that it is found is the
+/// protocol's promise; where it stands is not what this harness tests.
+pub fn expect_limited(frame: &[u8], over_length: bool, blank_is_nothing: bool) -> Expect {
+    use toolgate::mcp::leading_id::{PREFIX, leading_id};
+    if over_length || toolgate::mcp::shape::Shape::of(frame).is_err() {
+        return leading_id(&frame[..frame.len().min(PREFIX)])
+            .map_or(Expect::NullError, |id| Expect::Id(id.to_string()));
+    }
+    expect(frame, blank_is_nothing)
+}
+
 /// Whether `id` is one JSON-RPC allows: a string or an integer (a JSON
 /// `null` reads as no id at all).
 fn usable_id(id: &Value) -> Option<bool> {
