@@ -310,6 +310,9 @@ impl Daemon {
         opts: &ServeOptions,
         limits: ServerOptions,
     ) -> Result<Self, DaemonError> {
+        // Two descriptors per agent: the soft limit must not be what turns
+        // agents away (see `open_files`).
+        crate::open_files::raise();
         let audit = own_audit_log(&opts.data_dir).await?;
         match audit.prune(opts.retention).await {
             Ok(n) if n > 0 => {

@@ -27,6 +27,7 @@ pub mod guard;
 pub mod last_port;
 pub mod local_http;
 pub mod mcp;
+pub mod open_files;
 pub mod paths;
 pub mod pipeline;
 pub mod policy;
