@@ -886,47 +886,51 @@ async fn serve_prints_the_console_url_and_toolgate_console_mints_fresh_ones() {
     let _ = child.wait().await;
 }
 
+/// Reads the policy slice until `done` holds for it, waking on each look
+/// the config watcher takes at the file; fails at `deadline`.
+async fn policy_slice_until(
+    d: &TestDaemon,
+    h: &HeaderMap,
+    deadline: tokio::time::Instant,
+    what: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let c = client();
+    let mut checks = d.checks.clone().expect("watched");
+    loop {
+        let v = get_json(&c, format!("{}/api/state/policy", d.origin()), h).await;
+        if done(&v["policy"]) {
+            return v;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{what}: {v}");
+        let _ = tokio::time::timeout_at(deadline, checks.changed()).await;
+    }
+}
+
 #[tokio::test]
 async fn a_rejected_config_edit_is_shown_until_an_edit_applies() {
     let d = TestDaemon::start_watched("[policy]\npreset = \"default\"\n").await;
-    let c = client();
-    let origin = d.origin();
-    let h = cookie_headers(&login(&d).await, &origin);
-    let problem = |v: &Value| v["policy"]["config_problem"].clone();
-    let before = get_json(&c, format!("{origin}/api/state/policy"), &h).await;
-    assert_eq!(problem(&before), Value::Null, "{before}");
+    let h = cookie_headers(&login(&d).await, &d.origin());
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    let before = policy_slice_until(&d, &h, deadline, "read", |_| true).await;
+    assert_eq!(before["policy"]["config_problem"], Value::Null, "{before}");
 
     // A typo in an editor: rejected, and the console can say why.
     std::fs::write(d.config_path(), "[policy]\npreset = \"defualt\"\n").unwrap();
-    let mut checks = d.checks.clone().expect("watched");
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    let shown = loop {
-        let v = get_json(&c, format!("{origin}/api/state/policy"), &h).await;
-        if let Some(p) = problem(&v).as_str() {
-            break p.to_owned();
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the rejected edit never showed"
-        );
-        let _ = tokio::time::timeout_at(deadline, checks.changed()).await;
-    };
+    let shown = policy_slice_until(&d, &h, deadline, "the rejected edit never showed", |p| {
+        p["config_problem"].is_string()
+    })
+    .await;
+    let shown = shown["policy"]["config_problem"].as_str().unwrap();
     assert!(shown.contains("line 2"), "{shown}");
     assert!(shown.contains("defualt"), "{shown}");
 
     // The fix applies, and the problem is gone.
     std::fs::write(d.config_path(), "[policy]\npreset = \"default\"\n# fixed\n").unwrap();
-    loop {
-        let v = get_json(&c, format!("{origin}/api/state/policy"), &h).await;
-        if problem(&v).is_null() {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the fixed edit never cleared the problem"
-        );
-        let _ = tokio::time::timeout_at(deadline, checks.changed()).await;
-    }
+    policy_slice_until(&d, &h, deadline, "the fix never cleared the problem", |p| {
+        p["config_problem"].is_null()
+    })
+    .await;
     d.stop().await;
 }
 
@@ -977,10 +981,7 @@ async fn engine_health_shows_memory_descriptors_and_the_agents_connected() {
 #[tokio::test]
 async fn an_edit_of_a_setting_read_at_start_says_it_waits_for_a_restart() {
     let d = TestDaemon::start_watched("[policy]\npreset = \"default\"\n").await;
-    let c = client();
-    let origin = d.origin();
-    let h = cookie_headers(&login(&d).await, &origin);
-    let mut checks = d.checks.clone().expect("watched");
+    let h = cookie_headers(&login(&d).await, &d.origin());
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
     let waits = "Your edit of `barrier` is saved but takes effect only when the engine restarts.";
     let barrier = "[policy]\npreset = \"default\"\n[barrier]\nwhen_unavailable = \"run\"\n";
@@ -988,17 +989,8 @@ async fn an_edit_of_a_setting_read_at_start_says_it_waits_for_a_restart() {
     let policy_only = "[policy]\npreset = \"strict\"\n";
     for (text, want) in [(barrier, json!(waits)), (policy_only, Value::Null)] {
         std::fs::write(d.config_path(), text).unwrap();
-        loop {
-            let v = get_json(&c, format!("{origin}/api/state/policy"), &h).await;
-            if v["policy"]["restart_note"] == want {
-                break;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the note never became {want}: {v}"
-            );
-            let _ = tokio::time::timeout_at(deadline, checks.changed()).await;
-        }
+        let what = format!("the note never became {want}");
+        policy_slice_until(&d, &h, deadline, &what, |p| p["restart_note"] == want).await;
     }
     d.stop().await;
 }
