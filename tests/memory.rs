@@ -8,12 +8,11 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+use tokio::process::Child;
 
 use crate::common::daemon::Raw;
-
-const TOOLGATE: &str = env!("CARGO_BIN_EXE_toolgate");
+use crate::common::serve::{ready, serve_command};
 const MIB: u64 = 1024 * 1024;
 
 /// A `toolgate serve` in a temp dir.
@@ -25,32 +24,13 @@ struct Serve {
 impl Serve {
     async fn start() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("root")).unwrap();
-        std::fs::write(dir.path().join("config.toml"), "").unwrap();
-        let mut child = Command::new(TOOLGATE)
-            .arg("serve")
-            .arg("--socket")
-            .arg(dir.path().join("agent.sock"))
-            .arg("--data-dir")
-            .arg(dir.path().join("data"))
-            .arg("--config")
-            .arg(dir.path().join("config.toml"))
-            .arg("--root")
-            .arg(dir.path().join("root"))
+        let mut child = serve_command(dir.path(), "")
             .arg("--no-http")
             .env("TOOLGATE_LOG", "warn")
-            .stdout(Stdio::piped())
             .stderr(Stdio::null())
-            .kill_on_drop(true)
             .spawn()
             .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let ready = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
-            .await
-            .expect("ready line")
-            .unwrap()
-            .unwrap_or_default();
-        assert!(ready.contains("serving MCP on unix:"), "{ready}");
+        ready(&mut child, Duration::from_secs(20)).await;
         Self { dir, child }
     }
 

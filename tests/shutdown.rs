@@ -10,14 +10,13 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::io::AsyncReadExt;
+use tokio::process::Child;
 use toolgate::audit::{AuditLog, CallRow};
 use toolgate::daemon::{SHUTDOWN_BOUND, SHUTDOWN_GRACE};
 
 use crate::common::daemon::Raw;
-
-const TOOLGATE: &str = env!("CARGO_BIN_EXE_toolgate");
+use crate::common::serve::{ready, serve_command};
 
 /// Deadline for things that take no particular time (a failure, not a
 /// measurement).
@@ -33,23 +32,10 @@ struct Serve {
 impl Serve {
     async fn start(config: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("root")).unwrap();
-        std::fs::write(dir.path().join("config.toml"), config).unwrap();
-        let mut child = Command::new(TOOLGATE)
-            .arg("serve")
-            .arg("--socket")
-            .arg(dir.path().join("agent.sock"))
-            .arg("--data-dir")
-            .arg(dir.path().join("data"))
-            .arg("--config")
-            .arg(dir.path().join("config.toml"))
-            .arg("--root")
-            .arg(dir.path().join("root"))
+        let mut child = serve_command(dir.path(), config)
             // toolgate's own info lines say what shutdown did.
             .env("TOOLGATE_LOG", "warn,toolgate=info")
-            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
             .spawn()
             .unwrap();
         let mut stderr = child.stderr.take().unwrap();
@@ -58,13 +44,7 @@ impl Serve {
             let _ = stderr.read_to_string(&mut text).await;
             text
         });
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let ready = tokio::time::timeout(SOON, lines.next_line())
-            .await
-            .expect("ready line")
-            .unwrap()
-            .unwrap_or_default();
-        assert!(ready.contains("serving MCP on unix:"), "{ready}");
+        ready(&mut child, SOON).await;
         Self { dir, child, stderr }
     }
 

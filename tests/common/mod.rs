@@ -138,6 +138,7 @@ pub(crate) mod daemon;
 pub(crate) mod escapes;
 pub(crate) mod python;
 pub(crate) mod roles;
+pub(crate) mod serve;
 
 /// An HTTP client for the console's tests: follows no redirects (the
 /// login's 303 is checked) and keeps no cookies (each test sends the ones
