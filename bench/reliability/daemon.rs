@@ -82,6 +82,28 @@ impl Daemon {
         Ok(d)
     }
 
+    /// A daemon whose root holds the escape lists' layout (links to files
+    /// and directories outside it, an `out` link to the outside dir), with
+    /// that layout as its paths resolve.
+    pub async fn with_escape_layout(
+        bin: &Path,
+        config: &str,
+    ) -> anyhow::Result<(Self, crate::escapes::PathLayout)> {
+        use crate::escapes::PathLayout;
+        let d = Self::start(bin, config, |dir| {
+            let l = PathLayout::create(dir);
+            l.link_files();
+            l.link_dirs();
+            let _ = std::os::unix::fs::symlink(&l.outside, l.root.join("out"));
+        })
+        .await?;
+        let layout = PathLayout {
+            root: std::fs::canonicalize(d.root())?,
+            outside: std::fs::canonicalize(d.dir().join("outside"))?,
+        };
+        Ok((d, layout))
+    }
+
     /// The daemon's directory (`root/`, `data/`, `config/config.toml`, ...).
     pub fn dir(&self) -> &Path {
         self.dir.path()

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::client::{SocketAgent, error_kind, reply_text};
 use crate::daemon::Daemon;
-use crate::escapes::{CWD_ESCAPES, PathLayout, WRAPPER_ESCAPES, blocked_urls};
+use crate::escapes::{CWD_ESCAPES, WRAPPER_ESCAPES, blocked_urls};
 use crate::report::{Section, clip};
 use crate::wait::Deadline;
 use crate::{CountingServer, Ctx};
@@ -58,17 +58,7 @@ async fn escapes(ctx: &Ctx, s: &mut Section) -> anyhow::Result<()> {
     } else {
         "allowed_tools = [\"*\"]\n".to_owned()
     };
-    let mut d = Daemon::start(&ctx.bin, &config, |dir| {
-        let l = PathLayout::create(dir);
-        l.link_files();
-        l.link_dirs();
-        let _ = std::os::unix::fs::symlink(&l.outside, l.root.join("out"));
-    })
-    .await?;
-    let layout = PathLayout {
-        root: std::fs::canonicalize(d.root())?,
-        outside: std::fs::canonicalize(d.dir().join("outside"))?,
-    };
+    let (mut d, layout) = Daemon::with_escape_layout(&ctx.bin, &config).await?;
     let mut agent = SocketAgent::connect(&d.at.socket, "escapes").await?;
 
     // SSRF.

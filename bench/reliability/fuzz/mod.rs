@@ -157,17 +157,7 @@ pub async fn run(ctx: &Ctx) -> Section {
 
 async fn fuzz(ctx: &Ctx, total: usize, s: &mut Section) -> anyhow::Result<()> {
     let counting = CountingServer::start().await?;
-    let mut d = Daemon::start(&ctx.bin, CONFIG, |dir| {
-        let l = PathLayout::create(dir);
-        l.link_files();
-        l.link_dirs();
-        let _ = std::os::unix::fs::symlink(&l.outside, l.root.join("out"));
-    })
-    .await?;
-    let layout = PathLayout {
-        root: std::fs::canonicalize(d.root())?,
-        outside: std::fs::canonicalize(d.dir().join("outside"))?,
-    };
+    let (mut d, layout) = Daemon::with_escape_layout(&ctx.bin, CONFIG).await?;
     let canary = d.dir().join("canary");
     let hostile = Hostile {
         paths: more_paths(&layout),
