@@ -90,11 +90,7 @@ impl StderrLog {
     pub(crate) fn push(&self, line: String) {
         let mut line = self.scrub.scrub_owned(line);
         if line.len() > MAX_LINE {
-            let mut cut = MAX_LINE;
-            while !line.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            line.truncate(cut);
+            line.truncate(line.floor_char_boundary(MAX_LINE));
             line.push_str(" [cut]");
         }
         let mut ring = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
