@@ -92,13 +92,17 @@ fn private_db_files(db: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Applies the embedded migrations under an exclusive lock on
-/// `<db>-migrate.lock`. sqlx's SQLite migrator takes no lock, so two
-/// processes opening a new log at once (two bridges each spawning an
-/// engine, `toolgate audit` beside an engine starting) both created the
-/// tables and the loser failed with "table calls already exists", before
-/// the journal's lock could decide which of them owns the log.
-async fn migrate(pool: &SqlitePool, db: &Path) -> Result<(), String> {
+/// Connects to the log and applies the embedded migrations under an
+/// exclusive lock on `<db>-migrate.lock`. sqlx's SQLite migrator takes no
+/// lock, so two processes opening a new log at once (two bridges each
+/// spawning an engine, `toolgate audit` beside an engine starting) both
+/// created the tables and the loser failed with "table calls already
+/// exists", before the journal's lock could decide which of them owns the
+/// log. The first connection is made under the lock too: it switches a new
+/// file to WAL, which needs the database to itself, and SQLite answers a
+/// second process doing the same at that moment with "database is locked"
+/// at once rather than through the busy timeout.
+async fn connect_and_migrate(opts: SqliteConnectOptions, db: &Path) -> Result<SqlitePool, String> {
     let mut lock = db.as_os_str().to_owned();
     lock.push("-migrate.lock");
     let file = crate::private_file::open(Path::new(&lock), false)
@@ -110,9 +114,15 @@ async fn migrate(pool: &SqlitePool, db: &Path) -> Result<(), String> {
     .await
     .map_err(|e| e.to_string())?
     .map_err(|e| format!("cannot lock the audit log for its migrations: {e}"))?;
-    let migrated = sqlx::migrate!("./migrations").run(pool).await;
+    let pool = SqlitePoolOptions::new()
+        .max_connections(4)
+        .connect_with(opts)
+        .await
+        .map_err(|e| e.to_string())?;
+    let migrated = sqlx::migrate!("./migrations").run(&pool).await;
     drop(file);
-    migrated.map_err(|e| e.to_string())
+    migrated.map_err(|e| e.to_string())?;
+    Ok(pool)
 }
 
 impl AuditLog {
@@ -156,12 +166,9 @@ impl AuditLog {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(5));
-        let pool = SqlitePoolOptions::new()
-            .max_connections(4)
-            .connect_with(opts.clone())
+        let pool = connect_and_migrate(opts, path)
             .await
             .map_err(|e| open_err(&e))?;
-        migrate(&pool, path).await.map_err(|e| open_err(&e))?;
         let writer = match access {
             Access::WriteIfFree => Writer::start(path).map_err(|e| open_err(&e))?,
             Access::Read => Writer::Reader(path.to_owned()),
