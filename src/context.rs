@@ -47,6 +47,11 @@ pub struct Caller {
     /// connection holds it, and no other can take it, until it closes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
+    /// The call came through the `tool_call` bridge tool (see
+    /// [`crate::search`]): the same caller, marked so people see how the
+    /// model reached the tool. Not part of any identity a rule remembers.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub through_tool_call: bool,
 }
 
 impl Caller {
@@ -67,6 +72,7 @@ impl fmt::Display for Caller {
             self.client_name.as_deref(),
             self.pid,
             self.bridge_pid,
+            self.through_tool_call,
         )
     }
 }

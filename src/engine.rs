@@ -83,6 +83,7 @@ struct Inner {
     config_problem: arc_swap::ArcSwapOption<String>,
     restart_note: arc_swap::ArcSwapOption<String>,
     connections: Arc<OpenConnections>,
+    disclosure: crate::search::Disclosure,
 }
 
 /// Connections open now, by who is on the other end.
@@ -210,6 +211,7 @@ impl EngineBuilder {
                 config_problem: arc_swap::ArcSwapOption::empty(),
                 restart_note: arc_swap::ArcSwapOption::empty(),
                 connections: Arc::default(),
+                disclosure: crate::search::Disclosure::new(self.config.search.clone()),
             }),
         }
     }
@@ -281,6 +283,11 @@ impl Engine {
             .filter(|t| filter.permits(t.def.name.as_str()).is_ok())
             .map(|t| t.def.clone())
             .collect()
+    }
+
+    /// Tool search and progressive disclosure (see [`crate::search`]).
+    pub fn disclosure(&self) -> &crate::search::Disclosure {
+        &self.inner.disclosure
     }
 
     /// The allow/deny lists in force.
@@ -430,7 +437,7 @@ impl Engine {
             });
         }
         let recorder = inner.outputs.get();
-        let (mut reply, args, schema, raw) = match inner.registry.resolve(tool) {
+        let (mut reply, args, schema, raw) = match self.resolve(tool) {
             Err(e) => (reply(call_id, Err(e), started), args, None, None),
             Ok(resolved) => {
                 // Only a schema that marks something secret is walked for

@@ -37,6 +37,7 @@ pub mod process_stats;
 pub mod registry;
 pub mod schema;
 pub mod scrub;
+pub mod search;
 pub mod secrets;
 pub mod settings;
 pub mod setup;

@@ -93,6 +93,11 @@ impl Snapshot {
         v
     }
 
+    /// Every tool, in no order.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<RegisteredTool>> {
+        self.tools.values()
+    }
+
     /// Number of tools.
     pub fn len(&self) -> usize {
         self.tools.len()
@@ -167,6 +172,13 @@ impl Registry {
     pub fn touch(&self) {
         self.version.send_modify(|v| *v += 1);
         self.events.changed(Slice::Tools);
+    }
+
+    /// How many times the tool set changed: a snapshot taken after
+    /// reading it is at least that new (the snapshot is swapped in before
+    /// the version moves).
+    pub fn version(&self) -> u64 {
+        *self.version.borrow()
     }
 
     /// The current snapshot; lock-free.

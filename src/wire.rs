@@ -236,6 +236,8 @@ pub struct CallerView {
     pub client_name: Option<String>,
     /// Agent id the connection registered.
     pub agent_id: Option<String>,
+    /// The call came through the `tool_call` bridge tool.
+    pub through_tool_call: bool,
     /// The caller in one line, for people: the engine's words for it,
     /// which hosts print as they are.
     pub text: String,
@@ -244,7 +246,8 @@ pub struct CallerView {
 /// The caller in the words people read: the client's name and pid
 /// (`cursor 1.0 (pid 4242)`, `cursor 1.0 (pid 4242 via bridge pid 4250)`
 /// when toolgate's stdio bridge relayed), or the entry point when the
-/// client gave no name (`socket client (pid 4242)`). The one place this
+/// client gave no name (`socket client (pid 4242)`), followed by
+/// `, via tool_call` for a call made through the bridge tool. The one place this
 /// wording is made: the live [`crate::context::Caller`] and the stored `approval::CallerInfo` both
 /// print through it, and every host prints the `text` it produced, so a
 /// row read back from the audit log reads like the live one it replaced
@@ -255,17 +258,22 @@ pub(crate) fn write_caller(
     client_name: Option<&str>,
     pid: Option<i32>,
     bridge_pid: Option<i32>,
+    through_tool_call: bool,
 ) -> fmt::Result {
     match client_name {
         Some(name) => out.write_str(name)?,
         None => write!(out, "{via} client")?,
     }
     match (pid, bridge_pid) {
-        (Some(pid), Some(bridge)) => write!(out, " (pid {pid} via bridge pid {bridge})"),
-        (Some(pid), None) => write!(out, " (pid {pid})"),
-        (None, Some(bridge)) => write!(out, " (via bridge pid {bridge})"),
-        (None, None) => Ok(()),
+        (Some(pid), Some(bridge)) => write!(out, " (pid {pid} via bridge pid {bridge})")?,
+        (Some(pid), None) => write!(out, " (pid {pid})")?,
+        (None, Some(bridge)) => write!(out, " (via bridge pid {bridge})")?,
+        (None, None) => {}
     }
+    if through_tool_call {
+        out.write_str(", via tool_call")?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ mod path_escape;
 mod pipeline;
 mod policy_edit;
 mod runnable_before_asking;
+mod search;
 mod secrets;
 mod self_protection;
 mod shutdown;

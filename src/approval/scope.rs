@@ -61,6 +61,9 @@ pub struct CallerInfo {
     pub client_name: Option<String>,
     /// Agent id the connection registered.
     pub agent_id: Option<String>,
+    /// The call came through the `tool_call` bridge tool.
+    #[serde(default)]
+    pub through_tool_call: bool,
 }
 
 impl From<CallerInfo> for CallerView {
@@ -74,6 +77,7 @@ impl From<CallerInfo> for CallerView {
             bridge_pid: c.bridge_pid,
             client_name: c.client_name,
             agent_id: c.agent_id,
+            through_tool_call: c.through_tool_call,
             text,
         }
     }
@@ -89,6 +93,7 @@ impl From<&Caller> for CallerInfo {
             bridge_pid: c.bridge_pid,
             client_name: c.client_name.clone(),
             agent_id: c.agent_id.clone(),
+            through_tool_call: c.through_tool_call,
         }
     }
 }
@@ -106,6 +111,7 @@ impl CallerInfo {
             self.client_name.as_deref(),
             self.pid,
             self.bridge_pid,
+            self.through_tool_call,
         );
         s
     }

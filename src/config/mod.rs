@@ -98,6 +98,8 @@ pub struct Config {
     /// `[tools.NAME] shell`: tools said to be shell-like or not, over what
     /// their definitions say.
     pub shell_overrides: HashMap<String, bool>,
+    /// `[search]`: tool search and deferral.
+    pub search: crate::search::DisclosureConfig,
 }
 
 impl Default for Config {
@@ -120,6 +122,7 @@ impl Default for Config {
             servers: Vec::new(),
             barrier: BarrierSettings::default(),
             shell_overrides: HashMap::new(),
+            search: crate::search::DisclosureConfig::default(),
         })
     }
 }
@@ -194,6 +197,7 @@ impl Config {
         let builtin = builtin_config(&raw, &mut problems);
         let servers = servers::validate(&raw.servers, &mut problems);
         let policy = crate::policy::load::policy_config(&raw, &builtin.roots, &mut problems);
+        let search = search_config(&raw.search, &mut problems);
         if !problems.is_empty() {
             return Err(ConfigError::Invalid {
                 path: path.unwrap_or_else(|| "<defaults>".into()),
@@ -217,8 +221,28 @@ impl Config {
                 .iter()
                 .filter_map(|(name, o)| Some((name.clone(), o.shell?)))
                 .collect(),
+            search,
         })
     }
+}
+
+/// `[search]`, each unset key at its default.
+fn search_config(
+    raw: &raw::RawSearch,
+    problems: &mut Vec<String>,
+) -> crate::search::DisclosureConfig {
+    let defaults = crate::search::DisclosureConfig::default();
+    crate::search::DisclosureConfig::new(
+        raw.mode.unwrap_or(defaults.mode),
+        raw.threshold_pct.unwrap_or(defaults.threshold_pct),
+        raw.context_window.unwrap_or(defaults.context_window),
+        raw.clients.clone(),
+        raw.core.clone().unwrap_or_default(),
+    )
+    .unwrap_or_else(|e| {
+        problems.push(e.to_string());
+        defaults
+    })
 }
 
 /// `[barrier]`, each unset key at its strict default.

@@ -44,6 +44,30 @@ pub struct RawConfig {
     /// How governed processes are confined (`[barrier]`).
     #[serde(default)]
     pub barrier: RawBarrier,
+    /// Tool search and deferral (`[search]`).
+    #[serde(default)]
+    pub search: RawSearch,
+}
+
+/// `[search]`: when a client's tools are folded behind `tool_search`
+/// (docs/architecture/search.md).
+#[derive(Debug, Default, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct RawSearch {
+    /// `auto` (default): defer once the deferrable tools' schemas take
+    /// `threshold_pct` of the client's context window; `on`; `off`.
+    pub mode: Option<crate::search::DeferMode>,
+    /// Percent of the context window at which `auto` defers (default 10).
+    pub threshold_pct: Option<u32>,
+    /// Context window, in tokens, of clients not listed below (default
+    /// 128000).
+    pub context_window: Option<u32>,
+    /// Tool-name globs never deferred, beside the built-ins.
+    pub core: Option<Vec<String>>,
+    /// Per client, by the name it gives in `initialize`
+    /// (`[search.clients.claude-code]`).
+    #[serde(default)]
+    pub clients: BTreeMap<String, crate::search::disclosure::ClientSettings>,
 }
 
 /// `[barrier]`: what every process started for a governed call runs

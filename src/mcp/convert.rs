@@ -48,12 +48,22 @@ pub fn list_result(tools: &[ToolDef]) -> Value {
 /// and can correct itself; `_meta["toolgate/error"]` carries the class for
 /// programs.
 pub fn call_result(call_id: u64, result: &Result<ToolResult, CallError>) -> Value {
+    result_with(json!({"toolgate/callId": call_id}), result)
+}
+
+/// The result of `tool_search` or `tool_describe`: like [`call_result`],
+/// without a call id, since no governed call ran.
+pub fn bridge_result(result: &Result<ToolResult, CallError>) -> Value {
+    result_with(json!({}), result)
+}
+
+fn result_with(mut meta: Value, result: &Result<ToolResult, CallError>) -> Value {
     match result {
         Ok(r) => {
             let mut out = json!({
                 "content": r.content.iter().map(content_block).collect::<Vec<_>>(),
                 "isError": r.is_error,
-                "_meta": {"toolgate/callId": call_id},
+                "_meta": meta,
             });
             if let [
                 Content::Json {
@@ -68,10 +78,11 @@ pub fn call_result(call_id: u64, result: &Result<ToolResult, CallError>) -> Valu
         Err(e) => {
             let message = e.to_string();
             let message = crate::events::cut_text(&message, MAX_ERROR_TEXT);
+            meta["toolgate/error"] = json!({"kind": e.kind(), "message": message});
             json!({
                 "content": [{"type": "text", "text": message}],
                 "isError": true,
-                "_meta": {"toolgate/callId": call_id, "toolgate/error": {"kind": e.kind(), "message": message}},
+                "_meta": meta,
             })
         }
     }

@@ -218,6 +218,14 @@ pub(super) fn register(
     let mut names = Vec::with_capacity(p.tools.len());
     for t in p.tools {
         let name = ToolName::new(&t.name).map_err(|e| (INVALID_PARAMS, e.to_string()))?;
+        if crate::search::bridge::is_bridge(name.as_str()) {
+            return Err((
+                INVALID_PARAMS,
+                format!(
+                    "tool name `{name}` is reserved for toolgate's tool search; register it under another name"
+                ),
+            ));
+        }
         let def = ToolDef::new(name.clone(), t.description, t.input_schema)
             .with_source(source.clone())
             .with_trust(crate::tool::Trust::Trusted)

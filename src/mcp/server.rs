@@ -55,6 +55,8 @@ use crate::Engine;
 use crate::agent_ids::AgentClaim;
 use crate::cancel::{Cancel, CancelReason};
 use crate::context::{Caller, Session};
+use crate::search::bridge;
+use crate::search::calls::Bridged;
 
 /// Protocol versions toolgate speaks, newest first. A client asking for
 /// one of them gets it; any other request gets the newest.
@@ -105,6 +107,9 @@ pub struct Conn {
     inflight: Mutex<HashMap<String, Cancel>>,
     /// Counts the connection in the engine's figures while it lives.
     open: Option<crate::engine::OpenConnection>,
+    /// The client's name as `initialize` gave it: what `[search.clients]`
+    /// and the console's deferral switch are keyed by.
+    client: Mutex<Option<String>>,
 }
 
 impl Conn {
@@ -120,7 +125,16 @@ impl Conn {
             cancel,
             inflight: Mutex::new(HashMap::new()),
             open: None,
+            client: Mutex::new(None),
         }
+    }
+
+    /// The client's name from `initialize`, if it gave one.
+    pub fn client(&self) -> Option<String> {
+        self.client
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// The connection's token.
@@ -175,6 +189,8 @@ impl Conn {
         // agent's say of what it is called cannot make them large.
         let named = crate::events::event_text(&format!("{name} {version}")).into_owned();
         self.set_caller(|c| c.client_name = Some(named));
+        *self.client.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some(crate::events::event_text(name).into_owned());
     }
 
     /// The connection now holds agent id `id` (see [`crate::agent_ids`]):
@@ -460,16 +476,11 @@ impl McpServer {
         let reply = match method {
             "initialize" => params_of(params).map(|p| self.initialize(conn, &p)),
             "ping" => Ok(json!({})),
-            "tools/list" => Ok(convert::list_result(&self.engine.tools())),
+            "tools/list" => Ok(convert::list_result(
+                &self.engine.plan(conn.client().as_deref()).listed(),
+            )),
             "tools/call" => match params_of::<CallToolRequestParams>(params) {
-                Ok(p) => {
-                    let args = Value::Object(p.arguments.unwrap_or_default());
-                    let r = self
-                        .engine
-                        .call_cancellable(&conn.session(), &p.name, args, cancel)
-                        .await;
-                    Ok(convert::call_result(r.call_id, &r.result))
-                }
+                Ok(p) => Ok(self.call(conn, p, cancel).await),
                 Err(e) => Err(e),
             },
             m if let Some(role) = &self.control
@@ -492,6 +503,28 @@ impl McpServer {
         match reply {
             Ok(v) => jsonrpc::result_line(id, &v),
             Err((code, msg)) => jsonrpc::error_line(id, code, &msg),
+        }
+    }
+
+    /// `tools/call`: a bridge tool's answer, or the governed call.
+    async fn call(&self, conn: &Conn, p: CallToolRequestParams, cancel: &Cancel) -> Value {
+        let args = Value::Object(p.arguments.unwrap_or_default());
+        let session = conn.session();
+        if !bridge::is_bridge(&p.name) {
+            let r = self
+                .engine
+                .call_cancellable(&session, &p.name, args, cancel)
+                .await;
+            return convert::call_result(r.call_id, &r.result);
+        }
+        let client = conn.client();
+        match self
+            .engine
+            .bridge_call(&session, client.as_deref(), &p.name, args, cancel)
+            .await
+        {
+            Bridged::Answer(result) => convert::bridge_result(&result),
+            Bridged::Call(r) => convert::call_result(r.call_id, &r.result),
         }
     }
 

@@ -43,7 +43,7 @@ pub fn notice(cut: Cut) -> String {
 }
 
 /// `12345` as `12,345`.
-fn thousands(n: usize) -> String {
+pub(crate) fn thousands(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, ch) in digits.chars().enumerate() {

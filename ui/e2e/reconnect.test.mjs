@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { Agent } from './lib/agent.mjs';
-import { consolePage, gotoView, launch } from './lib/browser.mjs';
+import { besidesEngineAway, consolePage, gotoView, launch } from './lib/browser.mjs';
 import { Toolgate, skipUnlessReady } from './lib/toolgate.mjs';
 import { waitFor, within } from './lib/wait.mjs';
 
@@ -156,8 +156,6 @@ describe('reconnect', { skip: skipUnlessReady(), timeout: 240_000 }, () => {
   });
 
   test('the page logged no errors but the refused connections of the engine being away', () => {
-    // Chromium logs each failed request of the tries while the engine is away.
-    const away = /ERR_CONNECTION_REFUSED|ERR_EMPTY_RESPONSE|ERR_CONNECTION_RESET|Failed to load resource/;
-    assert.deepEqual(errors.filter((e) => !away.test(e)), []);
+    assert.deepEqual(besidesEngineAway(errors), []);
   });
 });

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Agent, text } from './lib/agent.mjs';
-import { consolePage, gotoView, launch } from './lib/browser.mjs';
+import { besidesEngineAway, consolePage, gotoView, launch } from './lib/browser.mjs';
 import { Toolgate, skipUnlessReady } from './lib/toolgate.mjs';
 import { waitFor } from './lib/wait.mjs';
 
@@ -84,6 +84,7 @@ describe('remembered rules across a restart', { skip: skipUnlessReady(), timeout
     assert.deepEqual(await figures(), before, 'the rule forgot its use across the restart');
     const listed = await tg.cli(['rules']);
     assert.match(listed.stdout, /^#1 {2}allow {2}in force {2}matched 3 calls, last on /, listed.stdout);
-    assert.deepEqual(errors, []);
+    // The tab's tries while the engine restarted are the only errors.
+    assert.deepEqual(besidesEngineAway(errors), []);
   });
 });

@@ -35,6 +35,16 @@ export async function launch() {
 }
 
 /**
+ * The page's errors but the failed requests Chromium logs while the engine
+ * is away (stopped or restarting): the console retries until it is back.
+ * @param {string[]} errors
+ */
+export function besidesEngineAway(errors) {
+  const away = /ERR_CONNECTION_REFUSED|ERR_EMPTY_RESPONSE|ERR_CONNECTION_RESET|Failed to load resource/;
+  return errors.filter((e) => !away.test(e));
+}
+
+/**
  * A page logged in to `tg`'s console (trading a fresh one-time link for the
  * session cookie), with the page's errors collected in `errors`.
  * @param {import('playwright-core').Browser} browser

@@ -36,6 +36,10 @@ client_name: string | null,
  */
 agent_id: string | null, 
 /**
+ * The call came through the `tool_call` bridge tool.
+ */
+through_tool_call: boolean, 
+/**
  * The caller in one line, for people: the engine's words for it,
  * which hosts print as they are.
  */

@@ -51,6 +51,7 @@ export const CLAUDE: CallerInfo = {
   bridge_pid: 48230,
   client_name: 'claude-desktop',
   agent_id: null,
+  through_tool_call: false,
   text: 'claude-desktop (pid 48213 via bridge pid 48230)',
 };
 export const CURSOR: CallerInfo = {
@@ -61,6 +62,7 @@ export const CURSOR: CallerInfo = {
   bridge_pid: null,
   client_name: 'cursor',
   agent_id: null,
+  through_tool_call: false,
   text: 'cursor (pid 51877)',
 };
 export const PRAISON: CallerInfo = {
@@ -71,6 +73,7 @@ export const PRAISON: CallerInfo = {
   bridge_pid: null,
   client_name: 'praisonai',
   agent_id: 'research-agent',
+  through_tool_call: false,
   text: 'praisonai (pid 60211)',
 };
 

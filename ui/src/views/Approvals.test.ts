@@ -196,7 +196,7 @@ describe('Approvals', () => {
       t.store.push({
         seq: 1,
         ts_ms: NOW,
-        event: { type: 'approval_requested', id: 60, call_id: 9, tool: 'fs_write', preview: '~/notes.md (12 bytes)', risk: 'high', rule: 'r', reason: 'why', caller: { via: 'socket', pid: 4, uid: 1000, exe: '/usr/bin/node', bridge_pid: null, client_name: 'c', agent_id: null, text: 'socket c pid 4' }, expires_ms: NOW + 1_000 },
+        event: { type: 'approval_requested', id: 60, call_id: 9, tool: 'fs_write', preview: '~/notes.md (12 bytes)', risk: 'high', rule: 'r', reason: 'why', caller: { via: 'socket', pid: 4, uid: 1000, exe: '/usr/bin/node', bridge_pid: null, client_name: 'c', agent_id: null, through_tool_call: false, text: 'socket c pid 4' }, expires_ms: NOW + 1_000 },
       });
       t.frame();
     });

@@ -38,7 +38,7 @@ describe('ApprovalsStore', () => {
       risk: 'high',
       rule: 'r',
       reason: 'why',
-      caller: { via: 'socket', pid: 4, uid: 1000, exe: '/usr/bin/node', bridge_pid: null, client_name: 'c', agent_id: null, text: 'socket c pid 4' },
+      caller: { via: 'socket', pid: 4, uid: 1000, exe: '/usr/bin/node', bridge_pid: null, client_name: 'c', agent_id: null, through_tool_call: false, text: 'socket c pid 4' },
       expires_ms: 10_000_000 + 1,
     };
     s.requested(5, e);

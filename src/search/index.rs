@@ -1,0 +1,308 @@
+//! The BM25 index over the registry's tools.
+//!
+//! It follows the registry rather than being rebuilt per query (PraisonAI
+//! rebuilds its catalog on every assembly): each search first compares the
+//! registry's version with the one it indexed, and when they differ it
+//! embeds only the tools that came, changed (a new `Arc` in the snapshot)
+//! or went. A search with no change in between costs no indexing at all.
+//!
+//! A tool's document weighs its fields by repeating them: the tool's own
+//! name three times, its title twice, then its description, its server's
+//! name and its parameters' names and descriptions once each. BM25
+//! saturates repeated terms, so a word of the name outranks the same word
+//! deep in a long description without drowning it.
+//!
+//! BM25 needs the corpus's average document length (`avgdl`), which bm25
+//! bakes into each document's embedding. It is tracked as tools come and
+//! go, and when it drifts more than a quarter from the value the
+//! embeddings were made with, every document is embedded again from its
+//! stored stems (no re-tokenising): rare, and never on a query without a
+//! change.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use bm25::{Embedder, EmbedderBuilder, Scorer};
+use serde_json::Value;
+
+use super::terms::{Stems, Terms};
+use crate::registry::{RegisteredTool, Registry};
+use crate::tool::{Source, ToolName};
+
+/// One tool found by a search.
+#[derive(Debug, Clone)]
+pub struct Hit {
+    /// The tool.
+    pub tool: Arc<RegisteredTool>,
+    /// Its BM25 score (0 for a substring match).
+    pub score: f32,
+}
+
+/// The index. Cheap to share behind an `Arc`; searches lock it briefly.
+#[derive(Debug, Default)]
+pub struct ToolIndex {
+    terms: Terms,
+    state: Mutex<State>,
+}
+
+struct State {
+    /// The registry version indexed, `None` before the first sync.
+    version: Option<u64>,
+    embedder: Embedder<u32, Stems>,
+    scorer: Scorer<ToolName, u32>,
+    docs: HashMap<ToolName, Doc>,
+    /// Sum of every document's stem count, for the true `avgdl`.
+    total_len: usize,
+}
+
+struct Doc {
+    tool: Arc<RegisteredTool>,
+    /// The document's stems joined by spaces, kept to embed it again.
+    stems: String,
+    len: usize,
+}
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("State")
+            .field("version", &self.version)
+            .field("docs", &self.docs.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// `avgdl` before any tool is indexed: a typical tool's stem count.
+const FIRST_AVGDL: f32 = 40.0;
+/// Relative drift of the true `avgdl` that re-embeds every document.
+const AVGDL_DRIFT: f32 = 0.25;
+
+impl Default for State {
+    fn default() -> Self {
+        Self {
+            version: None,
+            embedder: embedder(FIRST_AVGDL),
+            scorer: Scorer::new(),
+            docs: HashMap::new(),
+            total_len: 0,
+        }
+    }
+}
+
+fn embedder(avgdl: f32) -> Embedder<u32, Stems> {
+    EmbedderBuilder::<u32, Stems>::with_avgdl(avgdl).build()
+}
+
+impl ToolIndex {
+    /// An empty index.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Brings the index up to the registry's current tools.
+    pub fn sync(&self, registry: &Registry) {
+        let version = registry.version();
+        let mut st = self.lock();
+        if st.version == Some(version) {
+            return;
+        }
+        let snap = registry.snapshot();
+        let gone: Vec<ToolName> = st
+            .docs
+            .keys()
+            .filter(|n| snap.get(n.as_str()).is_none())
+            .cloned()
+            .collect();
+        for name in gone {
+            st.remove(&name);
+        }
+        for tool in snap.iter() {
+            let same = st
+                .docs
+                .get(&tool.def.name)
+                .is_some_and(|d| Arc::ptr_eq(&d.tool, tool));
+            if !same {
+                let stems = self.document(tool);
+                st.upsert(tool.clone(), stems);
+            }
+        }
+        st.refit();
+        st.version = Some(version);
+    }
+
+    /// The tools matching `query`, best first, at most `limit`, among
+    /// those `keep` accepts. BM25 first; when it finds nothing, tools
+    /// whose name (then description) contains the query as typed, as
+    /// PraisonAI falls back to substrings.
+    pub fn search(
+        &self,
+        query: &str,
+        limit: usize,
+        keep: impl Fn(&RegisteredTool) -> bool,
+    ) -> Vec<Hit> {
+        let st = self.lock();
+        let stems = self.terms.query(query);
+        let mut hits: Vec<Hit> = if stems.is_empty() {
+            Vec::new()
+        } else {
+            let q = st.embedder.embed(&stems.join(" "));
+            st.scorer
+                .matches(&q)
+                .into_iter()
+                .filter_map(|m| {
+                    let doc = st.docs.get(&m.id)?;
+                    keep(&doc.tool).then(|| Hit {
+                        tool: doc.tool.clone(),
+                        score: m.score,
+                    })
+                })
+                .collect()
+        };
+        if hits.is_empty() {
+            hits = st.substring(query, &keep);
+        }
+        // Equal scores are ordered by name, so a search reads the same
+        // every time (the scorer's own order of ties is a hash order).
+        hits.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| a.tool.def.name.cmp(&b.tool.def.name))
+        });
+        hits.truncate(limit);
+        hits
+    }
+
+    /// The stems of `query` that also occur in `text`: what to highlight.
+    pub fn matched_stems(&self, query: &str, text: &str) -> Vec<String> {
+        let wanted = self.terms.stems(query);
+        let mut found: Vec<String> = self
+            .terms
+            .stems(text)
+            .into_iter()
+            .filter(|s| wanted.contains(s))
+            .collect();
+        found.sort();
+        found.dedup();
+        found
+    }
+
+    /// The stems of one word, for a host that marks matched words.
+    pub fn stems_of(&self, word: &str) -> Vec<String> {
+        self.terms.stems(word)
+    }
+
+    /// Number of tools indexed.
+    pub fn len(&self) -> usize {
+        self.lock().docs.len()
+    }
+
+    /// Whether no tool is indexed.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A tool's document as stems, its fields weighted by repetition.
+    fn document(&self, tool: &RegisteredTool) -> Vec<String> {
+        let def = &tool.def;
+        // An upstream tool's registry name carries its server's (as
+        // `<server>__<tool>`); the server is weighed once, below.
+        let (own_name, server) = match &def.source {
+            Source::Mcp(server) => (
+                def.name
+                    .as_str()
+                    .split_once("__")
+                    .map_or(def.name.as_str(), |(_, t)| t),
+                &**server,
+            ),
+            Source::Plugin(n) | Source::Agent(n) => (def.name.as_str(), &**n),
+            Source::Builtin => (def.name.as_str(), ""),
+        };
+        let mut stems = Vec::new();
+        let name = self.terms.stems(own_name);
+        for _ in 0..3 {
+            stems.extend(name.iter().cloned());
+        }
+        if let Some(title) = &def.annotations.title {
+            let title = self.terms.stems(title);
+            stems.extend(title.iter().cloned());
+            stems.extend(title);
+        }
+        stems.extend(self.terms.stems(&def.description));
+        stems.extend(self.terms.stems(server));
+        if let Some(Value::Object(props)) = def.input_schema.get("properties") {
+            for (param, schema) in props {
+                stems.extend(self.terms.stems(param));
+                if let Some(Value::String(d)) = schema.get("description") {
+                    stems.extend(self.terms.stems(d));
+                }
+            }
+        }
+        stems
+    }
+}
+
+impl State {
+    fn upsert(&mut self, tool: Arc<RegisteredTool>, stems: Vec<String>) {
+        let name = tool.def.name.clone();
+        self.remove(&name);
+        let doc = Doc {
+            tool,
+            len: stems.len(),
+            stems: stems.join(" "),
+        };
+        self.scorer.upsert(&name, self.embedder.embed(&doc.stems));
+        self.total_len += doc.len;
+        self.docs.insert(name, doc);
+    }
+
+    fn remove(&mut self, name: &ToolName) {
+        if let Some(doc) = self.docs.remove(name) {
+            self.scorer.remove(name);
+            self.total_len -= doc.len;
+        }
+    }
+
+    /// Re-embeds every document when the true `avgdl` has drifted.
+    fn refit(&mut self) {
+        if self.docs.is_empty() {
+            return;
+        }
+        let truth = self.total_len as f32 / self.docs.len() as f32;
+        let used = self.embedder.avgdl();
+        if (truth - used).abs() <= used * AVGDL_DRIFT {
+            return;
+        }
+        self.embedder = embedder(truth.max(1.0));
+        let mut scorer = Scorer::new();
+        for (name, doc) in &self.docs {
+            scorer.upsert(name, self.embedder.embed(&doc.stems));
+        }
+        self.scorer = scorer;
+    }
+
+    fn substring(&self, query: &str, keep: &impl Fn(&RegisteredTool) -> bool) -> Vec<Hit> {
+        let q = query.trim().to_lowercase();
+        if q.is_empty() {
+            return Vec::new();
+        }
+        let by = |field: fn(&RegisteredTool) -> String| {
+            self.docs
+                .values()
+                .filter(|d| keep(&d.tool) && field(&d.tool).contains(&q))
+                .map(|d| Hit {
+                    tool: d.tool.clone(),
+                    score: 0.0,
+                })
+                .collect::<Vec<_>>()
+        };
+        let names = by(|t| t.def.name.as_str().to_lowercase());
+        if names.is_empty() {
+            by(|t| t.def.description.to_lowercase())
+        } else {
+            names
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! The words of a tool definition or a query, as the index counts them.
+//!
+//! Tool names are identifiers (`github__create_issue`, `listPullRequests`,
+//! `get-file-contents`), which an English tokenizer keeps whole: a query
+//! for "create issue" would never meet them. So identifiers are split into
+//! their words first (snake_case, kebab-case, camelCase, the `server__tool`
+//! prefix), and only then does bm25's English tokenizer lower-case, drop
+//! stop words and stem ("issues" and "issue" meet).
+//!
+//! A query is also widened by a small table of the words tools use for the
+//! same action or thing ("remove" for "delete", "folder" for "directory",
+//! "bug" for "issue"), added at half the weight of the words typed, so a
+//! tool described in other words is still found and an exact match still
+//! ranks first. BM25 alone ranks only shared words; the table is what lets
+//! "open a bug report" reach `create_issue`.
+
+use bm25::{DefaultTokenizer, Language, Tokenizer};
+
+/// Splits every identifier in `text` into its words: `create_issue` →
+/// `create issue`, `listPullRequests` → `list Pull Requests`,
+/// `HTMLParser` → `HTML Parser`. Other text passes through unchanged.
+pub fn split_identifiers(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    let chars: Vec<char> = text.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if c == '_' || c == '-' {
+            out.push(' ');
+            continue;
+        }
+        if i > 0 && starts_word(&chars, i) {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Whether a camelCase word starts at `i`: a capital after a lower-case
+/// letter or digit, or the last capital of a run followed by lower case
+/// (`HTMLParser`: the `P`).
+fn starts_word(chars: &[char], i: usize) -> bool {
+    let (prev, c) = (chars[i - 1], chars[i]);
+    if !c.is_uppercase() {
+        return false;
+    }
+    if prev.is_lowercase() || prev.is_ascii_digit() {
+        return true;
+    }
+    prev.is_uppercase() && chars.get(i + 1).is_some_and(|n| n.is_lowercase())
+}
+
+/// Words that name the same action or thing in tool definitions, each
+/// group read both ways. Kept short on purpose: a word in two groups would
+/// pull unrelated tools together.
+const SYNONYMS: &[&[&str]] = &[
+    &["create", "add", "new", "make", "open", "insert", "post"],
+    &["delete", "remove", "erase", "drop", "destroy", "trash"],
+    &["list", "show", "enumerate", "browse", "all"],
+    &[
+        "get", "fetch", "read", "retrieve", "load", "view", "download",
+    ],
+    &[
+        "update", "edit", "modify", "change", "patch", "set", "rename",
+    ],
+    &["search", "find", "query", "lookup", "look", "locate"],
+    &["send", "message", "notify", "dm"],
+    &["run", "execute", "exec", "invoke", "launch", "start"],
+    &["stop", "kill", "terminate", "cancel", "halt"],
+    &["write", "save", "store", "put", "upload"],
+    &["directory", "folder", "dir"],
+    &["file", "document", "doc"],
+    &["issue", "bug", "ticket", "defect"],
+    &["pull", "pr", "merge"],
+    &["repository", "repo", "project"],
+    &["email", "mail", "inbox"],
+    &["chat", "channel", "conversation"],
+    &["page", "website", "site", "url", "web"],
+    &["image", "picture", "photo", "screenshot"],
+    &["database", "db", "sql", "table"],
+    &["time", "clock", "date", "timezone"],
+    &["weather", "forecast"],
+    &["user", "member", "person", "people", "account"],
+    &["comment", "reply", "note"],
+    &["commit", "change", "diff"],
+    &["branch", "fork"],
+    &["calendar", "event", "meeting", "schedule"],
+];
+
+/// bm25's English tokenizer over identifiers split into words.
+#[derive(Debug)]
+pub struct Terms {
+    english: DefaultTokenizer,
+    /// Each synonym's stem with the stems of its group, built once.
+    groups: Vec<Vec<String>>,
+}
+
+impl Default for Terms {
+    fn default() -> Self {
+        let english = DefaultTokenizer::new(Language::English);
+        let groups = SYNONYMS
+            .iter()
+            .map(|g| {
+                let mut stems: Vec<String> = g
+                    .iter()
+                    .flat_map(|w| english.tokenize(w))
+                    .collect::<Vec<_>>();
+                stems.dedup();
+                stems
+            })
+            .collect();
+        Self { english, groups }
+    }
+}
+
+impl Terms {
+    /// The stems of `text`, identifiers split, in order.
+    pub fn stems(&self, text: &str) -> Vec<String> {
+        self.english.tokenize(&split_identifiers(text))
+    }
+
+    /// The stems a query searches for: its own twice (their weight), then
+    /// each word of their synonym groups once, so a synonym counts half
+    /// as much as a word the query used.
+    pub fn query(&self, text: &str) -> Vec<String> {
+        let own = self.stems(text);
+        let mut out: Vec<String> = own.iter().chain(own.iter()).cloned().collect();
+        for stem in &own {
+            for group in self.groups.iter().filter(|g| g.contains(stem)) {
+                out.extend(group.iter().filter(|s| !own.contains(s)).cloned());
+            }
+        }
+        out
+    }
+}
+
+/// The tokenizer the index hands to bm25: its text is stems already
+/// (made by [`Terms`]), joined by spaces, so a stem is never stemmed twice.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Stems;
+
+impl Tokenizer for Stems {
+    fn tokenize(&self, input_text: &str) -> Vec<String> {
+        input_text
+            .split(' ')
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_split_on_case_underscores_and_the_server_prefix() {
+        assert_eq!(
+            split_identifiers("github__create_issue"),
+            "github  create issue"
+        );
+        assert_eq!(split_identifiers("listPullRequests"), "list Pull Requests");
+        assert_eq!(split_identifiers("HTMLParser s3"), "HTML Parser s3");
+        assert_eq!(split_identifiers("get-file-contents"), "get file contents");
+        assert_eq!(split_identifiers("plain words."), "plain words.");
+    }
+
+    #[test]
+    fn stems_meet_across_plural_and_case() {
+        let t = Terms::default();
+        assert_eq!(t.stems("Issues"), t.stems("issue"));
+        assert_eq!(t.stems("createIssue"), t.stems("create the issue"));
+    }
+
+    #[test]
+    fn a_query_counts_its_own_words_twice_and_synonyms_once() {
+        let t = Terms::default();
+        let q = t.query("bug");
+        let bug = &t.stems("bug")[0];
+        let issue = &t.stems("issue")[0];
+        assert_eq!(q.iter().filter(|s| *s == bug).count(), 2);
+        assert_eq!(q.iter().filter(|s| *s == issue).count(), 1);
+    }
+}
