@@ -457,3 +457,144 @@ async fn bridge_tool_names_are_reserved_and_bad_arguments_are_named() {
     assert!(many["results"].as_array().unwrap().len() <= 20);
     d.stop().await;
 }
+
+/// The console's search ranks through the same index, marks the matched
+/// words, and shows each client's plan; a person's switch changes what
+/// the client is listed and says so in the tools slice.
+#[tokio::test]
+async fn the_console_ranks_marks_and_switches_deferral_per_client() {
+    let d = TestDaemon::start(ON_HIDING).await;
+    catalog(&d);
+    let mut agent = client(&d, "claude-code").await;
+    let c = crate::common::console_client();
+    let cookie = crate::common::session_cookie(&d.console.login_url()).await;
+    let origin = d.origin();
+    let get = |path: &str| {
+        c.get(format!("{origin}/api{path}"))
+            .header("cookie", &cookie)
+            .header("origin", &origin)
+            .send()
+    };
+    let found: Value = get("/tools/search?q=open%20a%20bug%20report")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(found[0]["tool"]["name"], "github__create_issue", "{found}");
+    let hits: Vec<&str> = found[0]["summary"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["hit"] == true)
+        .map(|m| m["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        hits,
+        ["Create", "new", "issue"],
+        "synonyms of the query are marked"
+    );
+    // The person's view lists hidden tools too, so its search finds them.
+    let hidden: Value = get("/tools/search?q=secret%20tracker")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(hidden[0]["tool"]["state"], "denied", "{hidden}");
+    let bad = get("/tools/search?limit=3").await.unwrap();
+    assert_eq!(bad.status(), 400);
+
+    let tools: Value = get("/state/tools").await.unwrap().json().await.unwrap();
+    let me = &tools["clients"][0];
+    assert_eq!(me["client"], "claude-code");
+    assert_eq!(me["connected"], true);
+    assert_eq!(me["deferring"], true, "{me}");
+    assert_eq!(me["deferred"].as_array().unwrap().len(), 3);
+    let row = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "github__create_issue")
+        .unwrap();
+    assert_eq!(row["deferred_for"], json!(["claude-code"]));
+
+    let put = c
+        .put(format!("{origin}/api/clients/claude-code/deferral"))
+        .header("cookie", &cookie)
+        .header("origin", &origin)
+        .json(&json!({"mode": "off"}))
+        .send()
+        .await
+        .unwrap();
+    let view: Value = put.json().await.unwrap();
+    assert_eq!(view["chosen"], "off");
+    assert_eq!(view["deferring"], false);
+    assert!(
+        view["words"]
+            .as_str()
+            .unwrap()
+            .starts_with("Deferral is off"),
+        "{view}"
+    );
+    let note = agent.recv().await.expect("a notification");
+    assert_eq!(note["method"], "notifications/tools/list_changed");
+    assert!(
+        listed(&mut agent)
+            .await
+            .contains(&"github__create_issue".to_owned())
+    );
+    let bad = c
+        .put(format!("{origin}/api/clients/claude-code/deferral"))
+        .header("cookie", &cookie)
+        .header("origin", &origin)
+        .json(&json!({"mode": "sometimes"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 422);
+    d.stop().await;
+}
+
+/// `toolgate tools --search` and `--as`, through the running daemon.
+#[tokio::test]
+async fn the_cli_searches_and_shows_what_a_client_is_listed() {
+    let d = TestDaemon::start(ON_HIDING).await;
+    catalog(&d);
+    let data_dir = d.data_dir();
+    let run = |args: &'static [&'static str]| {
+        let data_dir = data_dir.clone();
+        async move {
+            let out = tokio::process::Command::new(crate::common::warden())
+                .arg("--data-dir")
+                .arg(&data_dir)
+                .args(args)
+                .output()
+                .await
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8(out.stdout).unwrap()
+        }
+    };
+    let out = run(&["tools", "--search", "open a bug report"]).await;
+    assert!(
+        out.lines()
+            .next()
+            .unwrap()
+            .starts_with("github__create_issue"),
+        "{out}"
+    );
+    assert!(!out.contains("secret__"), "{out}");
+    let out = run(&["tools", "--as", "some-agent"]).await;
+    assert!(
+        out.starts_with("Deferral is on: 3 tools are behind tool_search"),
+        "{out}"
+    );
+    assert!(out.contains("tool_search"), "{out}");
+    assert!(out.contains("Through tool_search (3, about"), "{out}");
+    d.stop().await;
+}

@@ -97,6 +97,14 @@ pub struct PolicyPut {
 /// Body of `POST /api/policy/test`: the control service's input.
 pub type PolicyTestBody = crate::control::policy_test::PolicyTestInput;
 
+/// `PUT /api/clients/{name}/deferral`'s body.
+#[derive(Debug, Clone, serde::Deserialize, ts_rs::TS)]
+#[serde(deny_unknown_fields)]
+pub struct DeferralBody {
+    /// `auto`, `on`, `off`, or `null` to follow the config again.
+    pub mode: Option<crate::search::DeferMode>,
+}
+
 /// A file to download.
 pub struct Export {
     /// `application/x-ndjson`, `text/csv`.
@@ -246,6 +254,26 @@ pub trait ConsoleApi: Clone + Send + Sync + 'static {
     /// `GET /api/tools/{name}`.
     fn tool(&self, name: String) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
         unwired::<()>("tool details")
+    }
+
+    /// `GET /api/tools/search?q=…&limit=…`: tools ranked by the engine's
+    /// index, the matched words marked.
+    fn search_tools(
+        &self,
+        query: String,
+        limit: usize,
+    ) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
+        unwired::<()>("tool search")
+    }
+
+    /// `PUT /api/clients/{name}/deferral`: a person's choice of deferral
+    /// for one agent client (`null` follows the config again).
+    fn choose_deferral(
+        &self,
+        client: String,
+        body: DeferralBody,
+    ) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
+        unwired::<()>("choosing deferral")
     }
 
     /// `POST /api/policy/test` (changes nothing).

@@ -47,6 +47,8 @@ pub fn export_bindings(dir: &std::path::Path) -> Result<(), ts_rs::ExportError> 
     StderrPage::export_all(&cfg)?;
     PinDiff::export_all(&cfg)?;
     ToolDetail::export_all(&cfg)?;
+    crate::control::types::ToolMatch::export_all(&cfg)?;
+    super::api::DeferralBody::export_all(&cfg)?;
     super::ApiError::export_all(&cfg)?;
     super::error::Body::export_all(&cfg)?;
     super::api::ScopeBody::export_all(&cfg)?;

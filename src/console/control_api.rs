@@ -7,7 +7,8 @@ use futures::StreamExt;
 use serde::Serialize;
 
 use super::api::{
-    Actor, ApiResult, ConsoleApi, EventFeed, Export, FeedItem, PolicyTestBody, ScopeBody,
+    Actor, ApiResult, ConsoleApi, DeferralBody, EventFeed, Export, FeedItem, PolicyTestBody,
+    ScopeBody,
 };
 use super::error::ApiError;
 use crate::control::types::{ApproveInput, AuditQuery, DenyInput, ExportFormat};
@@ -178,6 +179,18 @@ impl ConsoleApi for Control {
 
     async fn tool(&self, name: String) -> ApiResult<impl Serialize + Send> {
         Ok(Control::tool(self, &name).await?)
+    }
+
+    async fn search_tools(&self, query: String, limit: usize) -> ApiResult<impl Serialize + Send> {
+        Ok(Control::search_tools(self, &query, limit).await?)
+    }
+
+    async fn choose_deferral(
+        &self,
+        client: String,
+        body: DeferralBody,
+    ) -> ApiResult<impl Serialize + Send> {
+        Ok(Control::choose_deferral(self, &client, body.mode)?)
     }
 
     async fn policy_test(&self, body: PolicyTestBody) -> ApiResult<impl Serialize + Send> {

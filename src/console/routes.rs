@@ -17,13 +17,15 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
-use axum::routing::{delete, get, post};
+use axum::routing::{delete, get, post, put};
 use axum::{Json, Router};
 use futures::StreamExt;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::api::{Actor, ApiResult, ConsoleApi, FeedItem, PolicyPut, PolicyTestBody, ScopeBody};
+use super::api::{
+    Actor, ApiResult, ConsoleApi, DeferralBody, FeedItem, PolicyPut, PolicyTestBody, ScopeBody,
+};
 use super::auth::COOKIE;
 use super::error::{ApiError, Code};
 use super::guard::{self, Gate};
@@ -62,7 +64,9 @@ pub(super) fn router<A: ConsoleApi>(console: Console<A>) -> Router {
         .route("/servers/{name}/stderr", get(server_stderr::<A>))
         .route("/pins/{tool}", get(pin::<A>))
         .route("/pins/{tool}/approve", post(approve_pin::<A>))
+        .route("/tools/search", get(search_tools::<A>))
         .route("/tools/{name}", get(tool::<A>))
+        .route("/clients/{name}/deferral", put(choose_deferral::<A>))
         .route("/policy", get(policy::<A>).put(put_policy::<A>))
         .route("/policy/validate", post(validate_policy::<A>))
         .route("/policy/test", post(policy_test::<A>))
@@ -394,6 +398,36 @@ async fn tool<A: ConsoleApi>(State(s): S<A>, Path(name): Path<String>) -> Respon
 async fn policy_test<A: ConsoleApi>(State(s): S<A>, bytes: Bytes) -> Response {
     match body::<PolicyTestBody>(&bytes) {
         Ok(b) => json(s.api.policy_test(b).await),
+        Err(e) => e.into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchQuery {
+    q: String,
+    limit: Option<usize>,
+}
+
+async fn search_tools<A: ConsoleApi>(State(s): S<A>, req: Request) -> Response {
+    let query = req.uri().query().unwrap_or_default();
+    match serde_urlencoded::from_str::<SearchQuery>(query) {
+        Ok(q) => json(s.api.search_tools(q.q, q.limit.unwrap_or(50)).await),
+        Err(e) => ApiError::new(
+            Code::BadRequest,
+            format!("search takes `q` (the words) and an optional `limit`: {e}"),
+        )
+        .into_response(),
+    }
+}
+
+async fn choose_deferral<A: ConsoleApi>(
+    State(s): S<A>,
+    Path(client): Path<String>,
+    bytes: Bytes,
+) -> Response {
+    match body::<DeferralBody>(&bytes) {
+        Ok(b) => json(s.api.choose_deferral(client, b).await),
         Err(e) => e.into_response(),
     }
 }

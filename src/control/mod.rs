@@ -45,6 +45,7 @@ pub mod decisions;
 mod error;
 pub mod outputs;
 pub mod policy_test;
+pub mod search;
 pub mod servers;
 pub mod slices;
 pub mod snapshot;

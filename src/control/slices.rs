@@ -5,7 +5,7 @@
 use serde::Serialize;
 use ts_rs::TS;
 
-use super::types::{BreakerView, PolicySummary, ToolSummary};
+use super::types::{BreakerView, ClientView, PolicySummary, ToolSummary};
 use super::{Control, ControlError};
 use crate::slices::Slice;
 use crate::upstream::{PinRecord, ServerStatus};
@@ -23,6 +23,8 @@ pub enum SliceView {
         tools: Vec<ToolSummary>,
         /// Quarantined upstream tools.
         quarantined: Vec<PinRecord>,
+        /// What each connected agent client is listed.
+        clients: Vec<ClientView>,
     },
     /// The policy at a glance.
     Policy {
@@ -84,6 +86,7 @@ impl Control {
                 revision,
                 tools: self.tools().await?,
                 quarantined: self.quarantined().await?,
+                clients: self.clients(),
             },
             Slice::Policy => SliceView::Policy {
                 revision,

@@ -72,6 +72,7 @@ impl Control {
             servers,
             quarantined,
             tools,
+            clients: self.clients(),
             policy: self.policy_summary(),
             recent_calls,
             in_flight: mark.in_flight,

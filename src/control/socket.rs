@@ -137,6 +137,41 @@ fn id_param(p: &Option<Value>) -> Result<i64, Refused> {
         .ok_or((INVALID_PARAMS, "missing integer `id`".into()))
 }
 
+/// `toolgate/tools`: every visible tool; with `search`, those matching it
+/// ranked; with `as`, what that client is listed and why.
+fn tools(control: &Control, params: Option<&Value>) -> Result<Value, Refused> {
+    let engine = control.engine();
+    let get = |k: &str| params.and_then(|p| p.get(k)).and_then(Value::as_str);
+    let limit = params
+        .and_then(|p| p.get("limit"))
+        .and_then(Value::as_u64)
+        .map_or(20, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    match (get("search"), get("as")) {
+        (Some(_), Some(_)) => Err((INVALID_PARAMS, "give `search` or `as`, not both".into())),
+        (Some(q), None) => {
+            let found: Vec<_> = engine
+                .search_tools(q, limit)
+                .into_iter()
+                .map(|h| h.tool.def.clone())
+                .collect();
+            Ok(json!({"tools": json_of(found)?}))
+        }
+        (None, Some(client)) => {
+            let connected = engine
+                .disclosure()
+                .clients()
+                .names()
+                .iter()
+                .any(|c| c == client);
+            let listed = engine.plan(Some(client)).listed();
+            Ok(
+                json!({"tools": json_of(listed)?, "client": json_of(engine.client_view(client, connected))?}),
+            )
+        }
+        (None, None) => Ok(json!({"tools": json_of(engine.tools())?})),
+    }
+}
+
 fn refused(e: impl std::fmt::Display) -> Refused {
     (INVALID_PARAMS, e.to_string())
 }
@@ -154,7 +189,7 @@ async fn handle(
     let by = Decider::cli(caller);
     let engine = control.engine();
     match method {
-        "toolgate/tools" => Ok(json!({"tools": json_of(engine.tools())?})),
+        "toolgate/tools" => tools(control, params.as_ref()),
         "toolgate/breakers" => Ok(json!({"breakers": json_of(engine.breaker().snapshot())?})),
         "toolgate/breakers/reset" => {
             let tool = str_param(&params, "tool").unwrap_or_default();

@@ -30,6 +30,14 @@ impl Control {
             }
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
+        let deferring = self.deferring();
+        for t in &mut out {
+            t.deferred_for = deferring
+                .iter()
+                .filter(|(_, names)| names.contains(&t.name))
+                .map(|(client, _)| client.clone())
+                .collect();
+        }
         Ok(out)
     }
 
@@ -63,7 +71,7 @@ impl Control {
         })
     }
 
-    fn summary(&self, def: &ToolDef) -> ToolSummary {
+    pub(super) fn summary(&self, def: &ToolDef) -> ToolSummary {
         let quarantined = matches!(def.source, Source::Mcp(_))
             && self
                 .engine()
@@ -92,6 +100,7 @@ impl Control {
             state,
             denied_by: permits.err(),
             annotations: def.annotations.clone(),
+            deferred_for: Vec::new(),
         }
     }
 

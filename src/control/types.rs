@@ -210,7 +210,24 @@ pub struct ToolSummary {
     pub denied_by: Option<String>,
     /// MCP annotations (hints, never trusted).
     pub annotations: Annotations,
+    /// The connected clients that see it only through `tool_search`
+    /// (deferred for them), by their `initialize` names.
+    pub deferred_for: Vec<String>,
 }
+
+/// One tool found by the Tools view's search: ranked by the same index
+/// as `tool_search`, with the words it matched marked.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct ToolMatch {
+    /// The tool, as the list shows it.
+    pub tool: ToolSummary,
+    /// Its name, cut at the matched words.
+    pub name: Vec<crate::search::terms::Marked>,
+    /// Its one-line summary, cut at the matched words.
+    pub summary: Vec<crate::search::terms::Marked>,
+}
+
+pub use crate::search::ClientView;
 
 /// One tool in full.
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
@@ -565,6 +582,8 @@ pub struct Snapshot {
     pub quarantined: Vec<PinRecord>,
     /// Every tool, active, quarantined or denied.
     pub tools: Vec<ToolSummary>,
+    /// What each connected agent client is listed.
+    pub clients: Vec<ClientView>,
     /// The policy at a glance.
     pub policy: PolicySummary,
     /// The newest 500 finished calls, newest first.

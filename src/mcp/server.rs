@@ -110,6 +110,8 @@ pub struct Conn {
     /// The client's name as `initialize` gave it: what `[search.clients]`
     /// and the console's deferral switch are keyed by.
     client: Mutex<Option<String>>,
+    /// Counts the client among those connected (agent connections only).
+    presence: Mutex<Option<crate::search::clients::ClientPresence>>,
 }
 
 impl Conn {
@@ -126,6 +128,7 @@ impl Conn {
             inflight: Mutex::new(HashMap::new()),
             open: None,
             client: Mutex::new(None),
+            presence: Mutex::new(None),
         }
     }
 
@@ -536,6 +539,12 @@ impl McpServer {
             .copied()
             .unwrap_or(PROTOCOL_VERSIONS[0]);
         conn.set_client(&p.client_info.name, &p.client_info.version);
+        if self.control.is_none()
+            && let Some(name) = conn.client()
+        {
+            let presence = self.engine.client_connected(&name);
+            *conn.presence.lock().unwrap_or_else(PoisonError::into_inner) = Some(presence);
+        }
         json!({
             "protocolVersion": version,
             "capabilities": {"tools": {"listChanged": true}, "experimental": {"toolgate": {"gate": true}}},

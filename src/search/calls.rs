@@ -23,6 +23,13 @@ impl Engine {
         Plan::make(&d.config(), client, chosen, self.tools())
     }
 
+    /// What `client` is listed, as a person reads it; `connected` says
+    /// whether it is connected now.
+    pub fn client_view(&self, client: &str, connected: bool) -> super::ClientView {
+        let chosen = self.disclosure().chosen(client);
+        self.plan(Some(client)).view(client, connected, chosen)
+    }
+
     /// Chooses deferral for `client` from the console (`None` follows the
     /// config again). Every connected agent hears `list_changed` when it
     /// changed, and lists again under the new choice.
@@ -32,6 +39,16 @@ impl Engine {
             self.registry().touch();
         }
         changed
+    }
+
+    /// Counts a connection of the agent client `name` (its `initialize`
+    /// name) while the returned guard lives.
+    pub fn client_connected(&self, name: &str) -> super::clients::ClientPresence {
+        super::clients::ClientPresence::new(
+            self.disclosure().clients().clone(),
+            self.events().clone(),
+            name,
+        )
     }
 
     /// The visible tools matching `query`, best first: the console's and

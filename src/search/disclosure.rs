@@ -188,6 +188,35 @@ impl DisclosureConfig {
     }
 }
 
+/// What one agent client sees: its `tools/list` as sent, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ts_rs::TS)]
+pub struct ClientView {
+    /// The client's `initialize` name (`claude-code`, `cursor-vscode`).
+    pub client: String,
+    /// Whether it is connected now.
+    pub connected: bool,
+    /// The mode in force for it.
+    pub mode: DeferMode,
+    /// The mode a person chose for it in the console, over the config.
+    pub chosen: Option<DeferMode>,
+    /// Its context window, in tokens.
+    pub window: u32,
+    /// Tokens at which `auto` defers.
+    pub threshold: u32,
+    /// Whether its deferrable tools are behind `tool_search`.
+    pub deferring: bool,
+    /// The tools its `tools/list` carries, as sent.
+    pub listed: Vec<String>,
+    /// Estimated tokens of what it is listed.
+    pub listed_tokens: u32,
+    /// The tools it reaches only through `tool_search`.
+    pub deferred: Vec<String>,
+    /// Estimated tokens those would take if listed.
+    pub deferred_tokens: u32,
+    /// The decision in words.
+    pub words: String,
+}
+
 /// What one client is sent, and why.
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -282,6 +311,36 @@ impl Plan {
                 "Listing all {n} {tools}: {size}, under the threshold of {}%.",
                 pct(self.threshold, self.window)
             ),
+        }
+    }
+}
+
+impl Plan {
+    /// The plan as a person reads it, for `client`.
+    pub fn view(&self, client: &str, connected: bool, chosen: Option<DeferMode>) -> ClientView {
+        let listed = self.listed();
+        let deferred: Vec<String> = if self.deferring {
+            self.deferrable.iter().map(|t| t.name.to_string()).collect()
+        } else {
+            Vec::new()
+        };
+        ClientView {
+            client: client.to_owned(),
+            connected,
+            mode: self.mode,
+            chosen,
+            window: self.window,
+            threshold: self.threshold,
+            deferring: self.deferring,
+            listed_tokens: listed.iter().map(super::tokens::estimate).sum(),
+            listed: listed.iter().map(|t| t.name.to_string()).collect(),
+            deferred_tokens: if self.deferring {
+                self.deferrable_tokens
+            } else {
+                0
+            },
+            deferred,
+            words: self.words(),
         }
     }
 }

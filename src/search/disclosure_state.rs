@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use arc_swap::ArcSwap;
 
 use super::ToolIndex;
+use super::clients::Clients;
 use super::disclosure::{DeferMode, DisclosureConfig};
 
 /// Shared by every clone of an engine.
@@ -15,6 +16,7 @@ pub struct Disclosure {
     index: ToolIndex,
     config: ArcSwap<DisclosureConfig>,
     chosen: Mutex<BTreeMap<String, DeferMode>>,
+    clients: Arc<Clients>,
 }
 
 impl Disclosure {
@@ -39,6 +41,11 @@ impl Disclosure {
     /// Puts new `[search]` settings in force (a config reload).
     pub fn set_config(&self, config: DisclosureConfig) {
         self.config.store(Arc::new(config));
+    }
+
+    /// The agent clients connected now.
+    pub fn clients(&self) -> &Arc<Clients> {
+        &self.clients
     }
 
     /// The mode a person chose for `client` in the console, if any.

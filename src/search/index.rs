@@ -171,23 +171,18 @@ impl ToolIndex {
         hits
     }
 
-    /// The stems of `query` that also occur in `text`: what to highlight.
-    pub fn matched_stems(&self, query: &str, text: &str) -> Vec<String> {
-        let wanted = self.terms.stems(query);
-        let mut found: Vec<String> = self
-            .terms
-            .stems(text)
-            .into_iter()
-            .filter(|s| wanted.contains(s))
-            .collect();
-        found.sort();
-        found.dedup();
-        found
+    /// The stems `query` matches (its own and their synonyms').
+    pub fn matching(&self, query: &str) -> std::collections::HashSet<String> {
+        self.terms.matching(query)
     }
 
-    /// The stems of one word, for a host that marks matched words.
-    pub fn stems_of(&self, word: &str) -> Vec<String> {
-        self.terms.stems(word)
+    /// `text` cut at the words matching `stems` (see [`Self::matching`]).
+    pub fn marks(
+        &self,
+        stems: &std::collections::HashSet<String>,
+        text: &str,
+    ) -> Vec<super::terms::Marked> {
+        self.terms.marks(stems, text)
     }
 
     /// Number of tools indexed.

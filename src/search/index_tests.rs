@@ -185,17 +185,3 @@ fn limit_caps_the_results_and_ties_read_the_same_every_time() {
     assert_eq!(first[0], "s__tool_00");
     assert_eq!(first, names(&index, "same thing"));
 }
-
-#[test]
-fn matched_stems_are_the_query_words_found_in_a_text() {
-    let index = ToolIndex::new();
-    assert_eq!(
-        index.matched_stems("create issues", "Create a new issue"),
-        index
-            .stems_of("create issue")
-            .into_iter()
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .collect::<Vec<_>>()
-    );
-}

@@ -10,6 +10,7 @@
 
 pub mod bridge;
 pub mod calls;
+pub mod clients;
 pub mod disclosure;
 mod disclosure_state;
 pub mod index;
@@ -19,6 +20,6 @@ pub mod tokens;
 #[cfg(test)]
 mod index_tests;
 
-pub use disclosure::{DeferMode, DisclosureConfig, Plan};
+pub use disclosure::{ClientView, DeferMode, DisclosureConfig, Plan};
 pub use disclosure_state::Disclosure;
 pub use index::{Hit, ToolIndex};

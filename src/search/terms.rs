@@ -49,6 +49,32 @@ fn starts_word(chars: &[char], i: usize) -> bool {
     prev.is_uppercase() && chars.get(i + 1).is_some_and(|n| n.is_lowercase())
 }
 
+/// The byte ranges of the words in `text`, split the way
+/// [`split_identifiers`] splits: at anything but letters and digits, and at
+/// camelCase boundaries. For marking the words a search matched.
+pub fn word_spans(text: &str) -> Vec<std::ops::Range<usize>> {
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let plain: Vec<char> = chars.iter().map(|(_, c)| *c).collect();
+    let mut spans = Vec::new();
+    let mut start: Option<usize> = None;
+    for (i, &(at, c)) in chars.iter().enumerate() {
+        let word = c.is_alphanumeric();
+        if let Some(s) = start
+            && (!word || (i > 0 && starts_word(&plain, i)))
+        {
+            spans.push(s..at);
+            start = None;
+        }
+        if word && start.is_none() {
+            start = Some(at);
+        }
+    }
+    if let Some(s) = start {
+        spans.push(s..text.len());
+    }
+    spans
+}
+
 /// Words that name the same action or thing in tool definitions, each
 /// group read both ways. Kept short on purpose: a word in two groups would
 /// pull unrelated tools together.
@@ -113,6 +139,32 @@ impl Default for Terms {
 }
 
 impl Terms {
+    /// The stems a query matches: its own and their synonyms'.
+    pub fn matching(&self, query: &str) -> std::collections::HashSet<String> {
+        self.query(query).into_iter().collect()
+    }
+
+    /// `text` cut into runs that match one of `stems` or not: what a host
+    /// marks, without stemming anything itself.
+    pub fn marks(&self, stems: &std::collections::HashSet<String>, text: &str) -> Vec<Marked> {
+        let mut out: Vec<Marked> = Vec::new();
+        let mut at = 0;
+        for span in word_spans(text) {
+            let hit = self
+                .english
+                .tokenize(&text[span.clone()])
+                .iter()
+                .any(|s| stems.contains(s));
+            if hit {
+                push(&mut out, &text[at..span.start], false);
+                push(&mut out, &text[span.clone()], true);
+                at = span.end;
+            }
+        }
+        push(&mut out, &text[at..], false);
+        out
+    }
+
     /// The stems of `text`, identifiers split, in order.
     pub fn stems(&self, text: &str) -> Vec<String> {
         self.english.tokenize(&split_identifiers(text))
@@ -130,6 +182,30 @@ impl Terms {
             }
         }
         out
+    }
+}
+
+/// A run of text, matched by the search or not.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, ts_rs::TS)]
+pub struct Marked {
+    /// The text.
+    pub text: String,
+    /// Whether it is a word the search matched.
+    pub hit: bool,
+}
+
+/// Appends `text`, joining it to the last run when both are hits or both
+/// are not (so `create_issue` reads as one marked run, not three).
+fn push(out: &mut Vec<Marked>, text: &str, hit: bool) {
+    if text.is_empty() {
+        return;
+    }
+    match out.last_mut() {
+        Some(last) if last.hit == hit => last.text.push_str(text),
+        _ => out.push(Marked {
+            text: text.to_owned(),
+            hit,
+        }),
     }
 }
 
@@ -162,6 +238,28 @@ mod tests {
         assert_eq!(split_identifiers("HTMLParser s3"), "HTML Parser s3");
         assert_eq!(split_identifiers("get-file-contents"), "get file contents");
         assert_eq!(split_identifiers("plain words."), "plain words.");
+    }
+
+    #[test]
+    fn marks_cut_the_text_at_the_matched_words_and_keep_every_byte() {
+        let t = Terms::default();
+        let stems = t.matching("create issues");
+        let marks = t.marks(&stems, "github__createIssue: Create a new issue.");
+        let text: String = marks.iter().map(|m| m.text.as_str()).collect();
+        assert_eq!(text, "github__createIssue: Create a new issue.");
+        let hits: Vec<&str> = marks
+            .iter()
+            .filter(|m| m.hit)
+            .map(|m| m.text.as_str())
+            .collect();
+        // "new" is marked as well: the search counts it as a synonym of "create".
+        assert_eq!(hits, ["createIssue", "Create", "new", "issue"]);
+        // A synonym the search used is marked too.
+        let marks = t.marks(&t.matching("bug"), "Open an issue");
+        assert!(
+            marks.iter().any(|m| m.hit && m.text == "issue"),
+            "{marks:?}"
+        );
     }
 
     #[test]

@@ -21,18 +21,56 @@ async fn daemon(cli: &Cli) -> Option<ControlClient> {
     control_client(cli).await.ok()
 }
 
-pub(crate) async fn tools(cli: &Cli, json: bool) -> anyhow::Result<ExitCode> {
-    let tools = match daemon(cli).await {
-        Some(mut c) => c.request("toolgate/tools", json!({})).await?["tools"].take(),
-        None => serde_json::to_value(toolgate::setup::engine(config(cli)?)?.tools())?,
+/// What `toolgate tools` was asked.
+pub(crate) struct ToolsAsk<'a> {
+    /// Rank the tools matching these words.
+    pub search: Option<&'a str>,
+    /// Show what this client is listed.
+    pub as_client: Option<&'a str>,
+    /// How many search results.
+    pub limit: usize,
+}
+
+pub(crate) async fn tools(cli: &Cli, ask: ToolsAsk<'_>, json: bool) -> anyhow::Result<ExitCode> {
+    let answer = match daemon(cli).await {
+        Some(mut c) => {
+            let params = json!({"search": ask.search, "as": ask.as_client, "limit": ask.limit});
+            let params = Value::Object(
+                params
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .filter(|(_, v)| !v.is_null())
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            );
+            c.request("toolgate/tools", params).await?
+        }
+        None => local_tools(cli, &ask)?,
     };
     let mut out = std::io::stdout().lock();
     if json {
-        serde_json::to_writer_pretty(&mut out, &tools)?;
+        serde_json::to_writer_pretty(&mut out, &answer)?;
         writeln!(out)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let list = tools.as_array().map(Vec::as_slice).unwrap_or_default();
+    if let Some(client) = answer.get("client") {
+        writeln!(out, "{}", client["words"].as_str().unwrap_or_default())?;
+        writeln!(
+            out,
+            "Listed: {} tools, about {} tokens.",
+            answer["tools"].as_array().map_or(0, Vec::len),
+            client["listed_tokens"]
+        )?;
+        writeln!(out)?;
+    }
+    let list = answer["tools"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    if list.is_empty() && ask.search.is_some() {
+        writeln!(out, "No tool matches.")?;
+    }
     let s = |t: &Value, k: &str| t[k].as_str().unwrap_or_default().to_owned();
     let width = list.iter().map(|t| s(t, "name").len()).max().unwrap_or(4);
     for t in list {
@@ -46,7 +84,42 @@ pub(crate) async fn tools(cli: &Cli, json: bool) -> anyhow::Result<ExitCode> {
             s(t, "risk")
         )?;
     }
+    if let Some(deferred) = answer["client"]["deferred"]
+        .as_array()
+        .filter(|d| !d.is_empty())
+    {
+        let names: Vec<&str> = deferred.iter().filter_map(Value::as_str).collect();
+        writeln!(out)?;
+        writeln!(
+            out,
+            "Through tool_search ({}, about {} tokens): {}",
+            names.len(),
+            answer["client"]["deferred_tokens"],
+            names.join(", ")
+        )?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `toolgate tools` without a daemon: the same answers from an engine in
+/// this process.
+fn local_tools(cli: &Cli, ask: &ToolsAsk<'_>) -> anyhow::Result<Value> {
+    let engine = toolgate::setup::engine(config(cli)?)?;
+    Ok(match (ask.search, ask.as_client) {
+        (Some(q), _) => {
+            let found: Vec<_> = engine
+                .search_tools(q, ask.limit)
+                .into_iter()
+                .map(|h| h.tool.def.clone())
+                .collect();
+            json!({"tools": found})
+        }
+        (None, Some(client)) => json!({
+            "tools": engine.plan(Some(client)).listed(),
+            "client": engine.client_view(client, false),
+        }),
+        (None, None) => json!({"tools": engine.tools()}),
+    })
 }
 
 pub(crate) async fn call(

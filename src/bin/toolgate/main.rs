@@ -91,6 +91,15 @@ enum Command {
     },
     /// List the tools agents can see.
     Tools {
+        /// Rank the tools matching these words (the index agents' tool_search uses).
+        #[arg(long, value_name = "WORDS", conflicts_with = "as_client")]
+        search: Option<String>,
+        /// Show what this client (its MCP `initialize` name, e.g. claude-code) is listed, and why.
+        #[arg(long = "as", value_name = "CLIENT")]
+        as_client: Option<String>,
+        /// How many search results.
+        #[arg(long, default_value_t = 20, requires = "search")]
+        limit: usize,
         /// Machine-readable output.
         #[arg(long)]
         json: bool,
@@ -247,7 +256,19 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Console { print } => inspect::console(&cli, *print).await,
         Command::McpBridge { spawn } => serve::bridge(&cli, *spawn).await,
-        Command::Tools { json } => calls::tools(&cli, *json).await,
+        Command::Tools {
+            search,
+            as_client,
+            limit,
+            json,
+        } => {
+            let ask = calls::ToolsAsk {
+                search: search.as_deref(),
+                as_client: as_client.as_deref(),
+                limit: *limit,
+            };
+            calls::tools(&cli, ask, *json).await
+        }
         Command::Call { tool, args, json } => calls::call(&cli, tool, args, *json).await,
         Command::Breakers { reset, json } => inspect::breakers(&cli, reset.as_deref(), *json).await,
         Command::Audit { tail, limit, json } => inspect::audit(&cli, *tail, *limit, *json).await,

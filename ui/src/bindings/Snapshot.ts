@@ -4,6 +4,7 @@ import type { BarrierStatus } from "./BarrierStatus";
 import type { BreakerLimits } from "./BreakerLimits";
 import type { BreakerView } from "./BreakerView";
 import type { CallSummary } from "./CallSummary";
+import type { ClientView } from "./ClientView";
 import type { Counters } from "./Counters";
 import type { EngineInfo } from "./EngineInfo";
 import type { InFlight } from "./InFlight";
@@ -66,6 +67,10 @@ quarantined: Array<PinRecord>,
  * Every tool, active, quarantined or denied.
  */
 tools: Array<ToolSummary>, 
+/**
+ * What each connected agent client is listed.
+ */
+clients: Array<ClientView>, 
 /**
  * The policy at a glance.
  */

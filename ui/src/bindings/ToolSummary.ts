@@ -39,4 +39,9 @@ denied_by: string | null,
 /**
  * MCP annotations (hints, never trusted).
  */
-annotations: Annotations, };
+annotations: Annotations, 
+/**
+ * The connected clients that see it only through `tool_search`
+ * (deferred for them), by their `initialize` names.
+ */
+deferred_for: Array<string>, };

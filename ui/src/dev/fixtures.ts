@@ -135,7 +135,7 @@ function t(
 ): ToolSummary {
   const annotations: Annotations = { ...hints };
   const denied_by = state === 'denied' ? 'matches deny pattern `desktop__*` (denied_tools)' : null;
-  return { name, summary, source, trust, risk, state, denied_by, annotations };
+  return { name, summary, source, trust, risk, state, denied_by, annotations, deferred_for: [] };
 }
 
 const HOT_TOOLS = ['fs_read', 'fs_list', 'github__search_code', 'fs_write', 'web__fetch', 'shell_exec', 'db__execute_query', 'github__get_issue', 'web__search', 'db__list_tables', 'slack__send_message'];
@@ -503,6 +503,7 @@ export function snapshot(now = NOW, seq = 18_422): Snapshot {
     servers: s,
     quarantined: q,
     tools: TOOLS,
+    clients: [],
     policy: { version: 4, preset: 'default', allowed_tools: null, denied_tools: ['desktop__*'], rules_count: 3, remembered_count: 3, config_problem: null, restart_note: null },
     recent_calls: calls,
     // The calls the pending approvals hold, still running.

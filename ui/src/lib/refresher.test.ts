@@ -67,7 +67,7 @@ describe('Refresher', () => {
     r.announce('tools', 2);
     expect(waiting).toHaveLength(1);
     r.reset();
-    waiting.shift()?.resolve({ slice: 'tools', revision: 2, tools: [], quarantined: [] });
+    waiting.shift()?.resolve({ slice: 'tools', revision: 2, tools: [], quarantined: [], clients: [] });
     await settle();
     expect(applied).toEqual([]);
     r.announce('tools', 3);

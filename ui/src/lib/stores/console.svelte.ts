@@ -144,7 +144,7 @@ export class ConsoleStore implements StreamSink {
   applySlice(v: SliceView): void {
     switch (v.slice) {
       case 'tools':
-        this.registry.set(v.tools, v.quarantined);
+        this.registry.set(v.tools, v.quarantined, v.clients);
         break;
       case 'policy':
         this.policy.set(v.policy);

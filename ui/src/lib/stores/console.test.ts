@@ -13,7 +13,7 @@ describe('ConsoleStore', () => {
       fetchSlice: (slice) => {
         asked.push(slice);
         const tools = s.registry.tools.map((t) => (t.name === 'fs_write' ? { ...t, state: 'denied' as const, denied_by: 'matches deny pattern `fs_write`' } : t));
-        return Promise.resolve({ slice: 'tools', revision: 7, tools, quarantined: [] });
+        return Promise.resolve({ slice: 'tools', revision: 7, tools, quarantined: [], clients: [] });
       },
     });
     s.reset(snapshot(), 'initial');

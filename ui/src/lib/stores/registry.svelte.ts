@@ -6,17 +6,20 @@
  * events keep it close (a list swapped by a config reload changes no tool
  * event, so only the slice brings that).
  */
-import type { EventOf, PinRecord, Snapshot, ToolSummary } from '../api/types';
+import type { ClientView, EventOf, PinRecord, Snapshot, ToolSummary } from '../api/types';
 
 export class RegistryStore {
   tools = $state<ToolSummary[]>([]);
   quarantined = $state<PinRecord[]>([]);
+  /** What each connected agent client is listed (the engine's plan). */
+  clients = $state<ClientView[]>([]);
 
   reset(snap: Snapshot): void {
-    this.set(snap.tools, snap.quarantined);
+    this.set(snap.tools, snap.quarantined, snap.clients);
   }
 
-  set(tools: ToolSummary[], quarantined: PinRecord[]): void {
+  set(tools: ToolSummary[], quarantined: PinRecord[], clients: ClientView[]): void {
+    this.clients = clients;
     this.tools = tools;
     this.quarantined = quarantined;
   }
@@ -37,6 +40,7 @@ export class RegistryStore {
         state: 'active',
         denied_by: null,
         annotations: {},
+        deferred_for: [],
       });
     }
     this.quarantined = this.quarantined.filter((q) => q.name !== name);
