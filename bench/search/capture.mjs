@@ -7,7 +7,12 @@
 //   npm ci --prefix bench/search
 //   python3 -m venv bench/search/.venv
 //   bench/search/.venv/bin/pip install -r bench/search/requirements.txt
+//   python3 -m venv bench/search/.venv-mcp1
+//   bench/search/.venv-mcp1/bin/pip install -r bench/search/requirements-mcp1.txt
 //   node bench/search/capture.mjs
+//
+// (Two venvs: mcp-server-sqlite and mcp-atlassian need the mcp 1.x SDK, the
+// other PyPI servers 2.x. bench/search/README.md lists what is left out and why.)
 //
 // Options:
 //   --out PATH     write the catalog there (default tests/fixtures/search/catalog.json)
@@ -23,8 +28,9 @@
 // the catalog is either complete or not written.
 //
 // Credentials: none are real. Servers that refuse to start without a key get a
-// dummy value; none of them contacts its service to list tools (a server that
-// did would fail here, since only package registries are reachable).
+// dummy value (or a dummy credentials file). Listing needs no network for any
+// server below; where a server's listing does (Stripe's current release, the
+// docs group of Supabase's), the entry pins or configures around it.
 
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync, mkdirSync, rmSync, readdirSync } from 'node:fs';
@@ -93,7 +99,9 @@ const SERVERS = [
   { name: 'sequential-thinking', npm: '@modelcontextprotocol/server-sequential-thinking' },
   { name: 'slack', npm: '@modelcontextprotocol/server-slack', env: { SLACK_BOT_TOKEN: DUMMY, SLACK_TEAM_ID: 'T00000000' } },
   { name: 'sqlite', pypi: 'mcp-server-sqlite', venv: '.venv-mcp1', args: ['--db-path', '{tmp}/test.db'] },
+  // @stripe/mcp 0.3.x proxies to Stripe's hosted server; 0.2.5 is the last release that lists locally.
   { name: 'stripe', npm: '@stripe/mcp', args: ['--tools=all', `--api-key=sk_test_${DUMMY}`] },
+  // Every feature group but docs, whose tool schema is fetched from the network at listing time.
   { name: 'supabase', npm: '@supabase/mcp-server-supabase', args: ['--access-token', DUMMY, '--features', 'account,database,debugging,development,functions,branching,storage'] },
   { name: 'tavily', npm: 'tavily-mcp', env: { TAVILY_API_KEY: DUMMY } },
   { name: 'time', pypi: 'mcp-server-time', args: ['--local-timezone', 'UTC'] },
