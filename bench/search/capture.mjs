@@ -95,7 +95,8 @@ const SERVERS = [
   { name: 'notion', npm: '@notionhq/notion-mcp-server', env: { NOTION_TOKEN: DUMMY } },
   { name: 'postgres', npm: '@modelcontextprotocol/server-postgres', args: ['postgresql://localhost:1/none'] },
   { name: 'puppeteer', npm: '@modelcontextprotocol/server-puppeteer' },
-  { name: 'sentry', npm: '@sentry/mcp-server', args: ['--access-token', DUMMY] },
+  // The package has no description (nor README); this one is written here from its tool list.
+  { name: 'sentry', npm: '@sentry/mcp-server', args: ['--access-token', DUMMY], description: 'MCP server for Sentry: organizations, projects, issues, events, releases, DSNs and Seer root-cause analysis.' },
   { name: 'sequential-thinking', npm: '@modelcontextprotocol/server-sequential-thinking' },
   { name: 'slack', npm: '@modelcontextprotocol/server-slack', env: { SLACK_BOT_TOKEN: DUMMY, SLACK_TEAM_ID: 'T00000000' } },
   { name: 'sqlite', pypi: 'mcp-server-sqlite', venv: '.venv-mcp1', args: ['--db-path', '{tmp}/test.db'] },
