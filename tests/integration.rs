@@ -22,6 +22,8 @@ mod pipeline;
 mod policy_edit;
 mod runnable_before_asking;
 mod search;
+mod search_relevance;
+mod search_tokens;
 mod secrets;
 mod self_protection;
 mod shutdown;

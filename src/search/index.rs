@@ -22,9 +22,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use bm25::{Embedder, EmbedderBuilder, Scorer};
+use bm25::{Embedder, EmbedderBuilder};
 use serde_json::Value;
 
+use super::postings::Postings;
 use super::terms::{Stems, Terms};
 use crate::registry::{RegisteredTool, Registry};
 use crate::tool::{Source, ToolName};
@@ -49,7 +50,7 @@ struct State {
     /// The registry version indexed, `None` before the first sync.
     version: Option<u64>,
     embedder: Embedder<u32, Stems>,
-    scorer: Scorer<ToolName, u32>,
+    postings: Postings,
     docs: HashMap<ToolName, Doc>,
     /// Sum of every document's stem count, for the true `avgdl`.
     total_len: usize,
@@ -81,7 +82,7 @@ impl Default for State {
         Self {
             version: None,
             embedder: embedder(FIRST_AVGDL),
-            scorer: Scorer::new(),
+            postings: Postings::default(),
             docs: HashMap::new(),
             total_len: 0,
         }
@@ -145,14 +146,14 @@ impl ToolIndex {
             Vec::new()
         } else {
             let q = st.embedder.embed(&stems.join(" "));
-            st.scorer
-                .matches(&q)
+            st.postings
+                .scores(&q)
                 .into_iter()
-                .filter_map(|m| {
-                    let doc = st.docs.get(&m.id)?;
+                .filter_map(|(name, score)| {
+                    let doc = st.docs.get(name)?;
                     keep(&doc.tool).then(|| Hit {
                         tool: doc.tool.clone(),
-                        score: m.score,
+                        score,
                     })
                 })
                 .collect()
@@ -161,13 +162,21 @@ impl ToolIndex {
             hits = st.substring(query, &keep);
         }
         // Equal scores are ordered by name, so a search reads the same
-        // every time (the scorer's own order of ties is a hash order).
-        hits.sort_by(|a, b| {
+        // every time (the postings' order of ties is a hash order). Only
+        // the best `limit` are sorted: a common word matches thousands.
+        let order = |a: &Hit, b: &Hit| {
             b.score
                 .total_cmp(&a.score)
                 .then_with(|| a.tool.def.name.cmp(&b.tool.def.name))
-        });
-        hits.truncate(limit);
+        };
+        if limit == 0 {
+            return Vec::new();
+        }
+        if hits.len() > limit {
+            hits.select_nth_unstable_by(limit - 1, order);
+            hits.truncate(limit);
+        }
+        hits.sort_by(order);
         hits
     }
 
@@ -248,14 +257,15 @@ impl State {
             len: stems.len(),
             stems: stems.join(" "),
         };
-        self.scorer.upsert(&name, self.embedder.embed(&doc.stems));
+        self.postings
+            .upsert(&name, &self.embedder.embed(&doc.stems));
         self.total_len += doc.len;
         self.docs.insert(name, doc);
     }
 
     fn remove(&mut self, name: &ToolName) {
         if let Some(doc) = self.docs.remove(name) {
-            self.scorer.remove(name);
+            self.postings.remove(name);
             self.total_len -= doc.len;
         }
     }
@@ -271,11 +281,11 @@ impl State {
             return;
         }
         self.embedder = embedder(truth.max(1.0));
-        let mut scorer = Scorer::new();
+        let mut postings = Postings::default();
         for (name, doc) in &self.docs {
-            scorer.upsert(name, self.embedder.embed(&doc.stems));
+            postings.upsert(name, &self.embedder.embed(&doc.stems));
         }
-        self.scorer = scorer;
+        self.postings = postings;
     }
 
     fn substring(&self, query: &str, keep: &impl Fn(&RegisteredTool) -> bool) -> Vec<Hit> {

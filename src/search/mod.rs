@@ -14,6 +14,7 @@ pub mod clients;
 pub mod disclosure;
 mod disclosure_state;
 pub mod index;
+mod postings;
 pub mod terms;
 pub mod tokens;
 

@@ -18,7 +18,8 @@ use bm25::{DefaultTokenizer, Language, Tokenizer};
 
 /// Splits every identifier in `text` into its words: `create_issue` →
 /// `create issue`, `listPullRequests` → `list Pull Requests`,
-/// `HTMLParser` → `HTML Parser`. Other text passes through unchanged.
+/// `parseHTMLPage` → `parse HTML Page`; a capitalised name (`GitHub`)
+/// stays whole. Other text passes through unchanged.
 pub fn split_identifiers(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 8);
     let chars: Vec<char> = text.chars().collect();
@@ -37,16 +38,28 @@ pub fn split_identifiers(text: &str) -> String {
 
 /// Whether a camelCase word starts at `i`: a capital after a lower-case
 /// letter or digit, or the last capital of a run followed by lower case
-/// (`HTMLParser`: the `P`).
+/// (`parseHTMLPage`: the `P`), inside a word that itself starts in lower
+/// case. A word that starts with a capital is a name (`GitHub`,
+/// `PostgreSQL`, `YouTube`) and stays whole: split, "GitHub" would read as
+/// the git server's name.
 fn starts_word(chars: &[char], i: usize) -> bool {
     let (prev, c) = (chars[i - 1], chars[i]);
-    if !c.is_uppercase() {
+    if !c.is_uppercase() || !word_start(chars, i).is_lowercase() {
         return false;
     }
     if prev.is_lowercase() || prev.is_ascii_digit() {
         return true;
     }
     prev.is_uppercase() && chars.get(i + 1).is_some_and(|n| n.is_lowercase())
+}
+
+/// The first character of the run of letters and digits `i` is in.
+fn word_start(chars: &[char], i: usize) -> char {
+    let mut at = i;
+    while at > 0 && chars[at - 1].is_alphanumeric() {
+        at -= 1;
+    }
+    chars[at]
 }
 
 /// The byte ranges of the words in `text`, split the way
@@ -79,37 +92,136 @@ pub fn word_spans(text: &str) -> Vec<std::ops::Range<usize>> {
 /// group read both ways. Kept short on purpose: a word in two groups would
 /// pull unrelated tools together.
 const SYNONYMS: &[&[&str]] = &[
-    &["create", "add", "new", "make", "open", "insert", "post"],
-    &["delete", "remove", "erase", "drop", "destroy", "trash"],
+    // Actions.
+    &[
+        "create", "add", "new", "make", "open", "insert", "post", "register",
+    ],
+    &[
+        "delete", "remove", "erase", "drop", "destroy", "trash", "purge",
+    ],
     &["list", "show", "enumerate", "browse", "all"],
     &[
-        "get", "fetch", "read", "retrieve", "load", "view", "download",
+        "get", "fetch", "read", "retrieve", "load", "view", "download", "obtain",
     ],
     &[
-        "update", "edit", "modify", "change", "patch", "set", "rename",
+        "update", "edit", "modify", "change", "patch", "set", "alter", "adjust", "rename",
     ],
-    &["search", "find", "query", "lookup", "look", "locate"],
-    &["send", "message", "notify", "dm"],
-    &["run", "execute", "exec", "invoke", "launch", "start"],
-    &["stop", "kill", "terminate", "cancel", "halt"],
-    &["write", "save", "store", "put", "upload"],
+    &[
+        "search", "find", "query", "lookup", "look", "locate", "discover",
+    ],
+    &["send", "deliver", "dispatch", "notify"],
+    &["draft", "compose", "prepare"],
+    &["copy", "duplicate", "clone", "fork"],
+    &["move", "relocate", "transfer"],
+    &[
+        "run", "execute", "exec", "invoke", "launch", "start", "trigger",
+    ],
+    &["stop", "kill", "terminate", "cancel", "halt", "abort"],
+    &["write", "save", "store", "put", "upload", "persist"],
+    &["deploy", "release", "publish"],
+    &["summary", "summarize", "overview"],
+    // Things.
     &["directory", "folder", "dir"],
     &["file", "document", "doc"],
     &["issue", "bug", "ticket", "defect"],
     &["pull", "pr", "merge"],
-    &["repository", "repo", "project"],
+    &["repository", "repo"],
+    &["commit", "revision"],
+    &["history", "log", "logs"],
     &["email", "mail", "inbox"],
+    &["message", "dm", "sms"],
     &["chat", "channel", "conversation"],
-    &["page", "website", "site", "url", "web"],
+    &["page", "website", "site", "url", "web", "webpage"],
     &["image", "picture", "photo", "screenshot"],
     &["database", "db", "sql", "table"],
     &["time", "clock", "date", "timezone"],
     &["weather", "forecast"],
-    &["user", "member", "person", "people", "account"],
+    &["user", "member", "person", "people", "account", "profile"],
     &["comment", "reply", "note"],
-    &["commit", "change", "diff"],
-    &["branch", "fork"],
-    &["calendar", "event", "meeting", "schedule"],
+    &[
+        "calendar",
+        "event",
+        "meeting",
+        "appointment",
+        "schedule",
+        "booking",
+    ],
+    &[
+        "location",
+        "place",
+        "address",
+        "coordinates",
+        "latitude",
+        "longitude",
+        "geocode",
+    ],
+    &["elevation", "altitude", "height"],
+    &["dialog", "popup", "alert", "modal", "prompt"],
+    &["network", "request", "traffic", "http"],
+    &["theme", "dark", "appearance", "color", "colour"],
+    &["money", "balance", "funds"],
+    &["payment", "pay", "checkout", "charge"],
+    &["secret", "vault", "credential", "password"],
+    &["relationship", "relation", "link", "connection"],
+    &["permission", "role", "privilege"],
+    &["error", "exception", "crash"],
+    &["translate", "translation", "language"],
+];
+
+/// Past forms of verbs tools are described with, which the stemmer leaves
+/// alone ("sent" never meets "send"), with the form it does meet.
+const IRREGULAR: &[(&str, &str)] = &[
+    ("sent", "send"),
+    ("made", "make"),
+    ("found", "find"),
+    ("got", "get"),
+    ("gotten", "get"),
+    ("ran", "run"),
+    ("wrote", "write"),
+    ("written", "write"),
+    ("built", "build"),
+    ("began", "begin"),
+    ("begun", "begin"),
+    ("took", "take"),
+    ("taken", "take"),
+    ("gave", "give"),
+    ("given", "give"),
+    ("kept", "keep"),
+    ("left", "leave"),
+    ("paid", "pay"),
+    ("sold", "sell"),
+    ("bought", "buy"),
+    ("told", "tell"),
+    ("brought", "bring"),
+    ("chose", "choose"),
+    ("chosen", "choose"),
+    ("lost", "lose"),
+    ("met", "meet"),
+    ("spent", "spend"),
+    ("broke", "break"),
+    ("broken", "break"),
+    ("forgot", "forget"),
+    ("forgotten", "forget"),
+    ("froze", "freeze"),
+    ("frozen", "freeze"),
+    ("spoke", "speak"),
+    ("spoken", "speak"),
+    ("drove", "drive"),
+    ("driven", "drive"),
+    ("threw", "throw"),
+    ("thrown", "throw"),
+    ("knew", "know"),
+    ("known", "know"),
+    ("saw", "see"),
+    ("seen", "see"),
+    ("done", "do"),
+    ("went", "go"),
+    ("gone", "go"),
+    ("hid", "hide"),
+    ("hidden", "hide"),
+    ("stole", "steal"),
+    ("stolen", "steal"),
+    ("won", "win"),
 ];
 
 /// bm25's English tokenizer over identifiers split into words.
@@ -167,7 +279,13 @@ impl Terms {
 
     /// The stems of `text`, identifiers split, in order.
     pub fn stems(&self, text: &str) -> Vec<String> {
-        self.english.tokenize(&split_identifiers(text))
+        let mut stems = self.english.tokenize(&split_identifiers(text));
+        for stem in &mut stems {
+            if let Some((_, base)) = IRREGULAR.iter().find(|(past, _)| past == stem) {
+                *stem = (*base).to_owned();
+            }
+        }
+        stems
     }
 
     /// The stems a query searches for: its own twice (their weight), then
@@ -235,7 +353,8 @@ mod tests {
             "github  create issue"
         );
         assert_eq!(split_identifiers("listPullRequests"), "list Pull Requests");
-        assert_eq!(split_identifiers("HTMLParser s3"), "HTML Parser s3");
+        assert_eq!(split_identifiers("parseHTMLPage s3"), "parse HTML Page s3");
+        assert_eq!(split_identifiers("GitHub PostgreSQL"), "GitHub PostgreSQL");
         assert_eq!(split_identifiers("get-file-contents"), "get file contents");
         assert_eq!(split_identifiers("plain words."), "plain words.");
     }
@@ -263,8 +382,9 @@ mod tests {
     }
 
     #[test]
-    fn stems_meet_across_plural_and_case() {
+    fn stems_meet_across_plural_case_and_past_forms() {
         let t = Terms::default();
+        assert_eq!(t.stems("emails sent"), t.stems("email send"));
         assert_eq!(t.stems("Issues"), t.stems("issue"));
         assert_eq!(t.stems("createIssue"), t.stems("create the issue"));
     }

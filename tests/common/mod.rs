@@ -134,6 +134,7 @@ pub(crate) fn types(events: &[Value]) -> Vec<String> {
         .collect()
 }
 
+pub(crate) mod catalog;
 pub(crate) mod daemon;
 pub(crate) mod escapes;
 pub(crate) mod python;
