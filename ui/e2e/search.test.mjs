@@ -148,6 +148,18 @@ describe('tool search', { skip: skipUnlessReady(), timeout: 240_000 }, () => {
       assert.deepEqual(order, matches.map((m) => m.tool.name).slice(0, order.length));
       await first.getByText('Deferred for claude-code', { exact: true }).waitFor();
 
+      // The keys walk the ranked list, in its order; / comes back to the box.
+      await page.evaluate(() => /** @type {HTMLElement} */ (document.activeElement)?.blur());
+      const selected = () => page.locator('li.trow-t[aria-selected="true"]').getAttribute('data-tool');
+      await page.keyboard.press('j');
+      await waitFor('j to select the best match', async () => (await selected()) === matches[0]?.tool.name);
+      await page.keyboard.press('j');
+      await waitFor('j to select the second', async () => (await selected()) === matches[1]?.tool.name);
+      await page.keyboard.press('k');
+      await waitFor('k to go back', async () => (await selected()) === 'create_issue');
+      await page.keyboard.press('/');
+      await waitFor('/ to focus the search box', () => page.evaluate(() => document.activeElement?.getAttribute('aria-label') === 'Search tools'));
+
       // The detail names the client in a sentence.
       await first.getByRole('button').click();
       const note = page.locator('[data-deferred-note]');
