@@ -291,6 +291,8 @@ export function install(): Demo {
         deferring,
         listed: deferring ? [...builtins, 'tool_search', 'tool_describe', 'tool_call'] : [...builtins, ...deferrable],
         deferred: deferring ? deferrable : [],
+        listed_tokens: deferring ? 2_140 : 2_140 + 23_870,
+        deferred_tokens: deferring ? 23_870 : 0,
         words: deferring ? `Deferral is on: ${deferrable.length} tools are behind tool_search.` : `Deferral is off: all ${deferrable.length} tools are listed.`,
       });
       return json(c);
