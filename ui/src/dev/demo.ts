@@ -16,7 +16,9 @@ import type {
   ApprovalRequest,
   CallSummary,
   DecidedView,
+  DeferralBody,
   FieldError,
+  Marked,
   PolicyDoc,
   PolicyPut,
   PolicyTestInput,
@@ -26,6 +28,7 @@ import type {
   ServerStatus,
   Snapshot,
   StderrPage,
+  ToolMatch,
   Validation,
   WireEvent,
 } from '../lib/api/types';
@@ -129,6 +132,10 @@ export function install(): Demo {
 
   const ruleView = (rule: RuleView['rule'], words: string): RuleView => ({ rule, active: true, hits: 0, last_used_ms: null, words, made_where: 'in the console' });
 
+  // Agent clients' plans, changed by the deferral switch (demo only: the engine decides these).
+  const clients = fx.CLIENTS.map((c) => ({ ...c }));
+  const deferredFor = (tool: string) => clients.filter((c) => c.connected && c.deferred.includes(tool)).map((c) => c.client);
+
   const route = async (method: Method, path: string, body: unknown): Promise<Response> => {
     if (mode === 'down') throw new TypeError('Failed to fetch');
     const url = new URL(path, location.origin);
@@ -137,7 +144,8 @@ export function install(): Demo {
     if (p === '/api/snapshot') {
       if (mode === 'loading') return new Promise<Response>(() => {});
       const fresh = mode === 'empty' ? fx.emptySnapshot(now) : fx.snapshot(now);
-      return json({ ...fresh, seq, pending: [...pending.values()] });
+      const tools = fresh.tools.map((t) => ({ ...t, deferred_for: deferredFor(t.name) }));
+      return json({ ...fresh, tools, clients: mode === 'empty' ? fresh.clients : clients, seq, pending: [...pending.values()] });
     }
     if ((m = /^\/api\/calls\/(\d+)$/.exec(p))) {
       const c = calls.get(Number(m[1])) ?? fx.callAt(Number(m[1]), Date.now(), r);
@@ -254,6 +262,41 @@ export function install(): Demo {
       return json({ ...fx.pinDiff(now).pin, status: 'pinned' });
     }
     if ((m = /^\/api\/pins\/([^/]+)$/.exec(p))) return json(fx.pinDiff(now));
+    if (p === '/api/tools/search') {
+      // A stand-in for the engine's BM25 index: a tool matches when its name
+      // or summary holds a word of the query, best with most words.
+      const words = (url.searchParams.get('q') ?? '').toLowerCase().split(/\W+/).filter((w) => w.length > 2);
+      if (words.length === 0) return err(400, 'bad_request', 'search takes `q` (the words) and an optional `limit`');
+      const marked = (text: string): Marked[] =>
+        text.split(/(\w+)/).filter(Boolean).map((part) => ({ text: part, hit: words.some((w) => part.toLowerCase().startsWith(w)) }));
+      const found = fx.TOOLS.map((tool) => ({ tool: { ...tool, deferred_for: deferredFor(tool.name) }, name: marked(tool.name), summary: marked(tool.summary) }))
+        .map((x) => ({ x, n: [...x.name, ...x.summary].filter((r) => r.hit).length }))
+        .filter((y) => y.n > 0)
+        .sort((a, b) => b.n - a.n)
+        .map((y) => y.x);
+      return json(found satisfies ToolMatch[]);
+    }
+    if ((m = /^\/api\/clients\/([^/]+)\/deferral$/.exec(p)) && method === 'PUT') {
+      const name = decodeURIComponent(m[1] ?? '');
+      const mode = (body as DeferralBody).mode;
+      const c = clients.find((x) => x.client === name);
+      if (!c) return err(404, 'not_found', `No agent client named ${name}.`);
+      const inForce = mode ?? 'auto';
+      const deferrable = [...c.deferred, ...c.listed.filter((n) => !fx.TOOLS.some((t) => t.name === n && t.source === 'builtin') && !n.startsWith('tool_'))];
+      const builtins = fx.TOOLS.filter((t) => t.source === 'builtin').map((t) => t.name);
+      const deferring = inForce !== 'off';
+      Object.assign(c, {
+        mode: inForce,
+        chosen: mode,
+        deferring,
+        listed: deferring ? [...builtins, 'tool_search', 'tool_describe', 'tool_call'] : [...builtins, ...deferrable],
+        deferred: deferring ? deferrable : [],
+        listed_tokens: deferring ? 2_140 : 2_140 + 23_870,
+        deferred_tokens: deferring ? 23_870 : 0,
+        words: deferring ? `Deferral is on: ${deferrable.length} tools are behind tool_search.` : `Deferral is off: all ${deferrable.length} tools are listed.`,
+      });
+      return json(c);
+    }
     if ((m = /^\/api\/tools\/([^/]+)$/.exec(p))) {
       const name = decodeURIComponent(m[1] ?? '');
       const t = fx.TOOLS.find((x) => x.name === name);

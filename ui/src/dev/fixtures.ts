@@ -28,6 +28,7 @@ import type {
   StderrLine,
   ToolDetail,
   ToolSummary,
+  ClientView,
 } from '../lib/api/types';
 import { errorKind } from '../lib/format';
 
@@ -123,6 +124,42 @@ export const TOOLS: ToolSummary[] = [
   t('notes__search', 'Search the personal notes of the research agent.', 'agent:research-agent', 'trusted', 'low', { readOnlyHint: true }),
   t('notes__append', 'Append a paragraph to a note.', 'agent:research-agent', 'trusted', 'medium', {}),
 ];
+
+/** What two agent clients are listed (the engine's plan, as `ClientView`). */
+export const CLIENTS: ClientView[] = [
+  {
+    client: 'claude-code',
+    connected: true,
+    mode: 'auto',
+    chosen: null,
+    window: 200_000,
+    threshold: 20_000,
+    deferring: true,
+    listed: ['fs_read', 'fs_list', 'fs_write', 'shell_exec', 'http_fetch', 'tool_search', 'tool_describe', 'tool_call'],
+    listed_tokens: 2_140,
+    deferred: TOOLS_DEFERRABLE(),
+    deferred_tokens: 23_870,
+    words: `Deferring ${TOOLS_DEFERRABLE().length} tools: their schemas take about 23,870 tokens, 11% of the 200,000-token window, at or over the threshold of 10%.`,
+  },
+  {
+    client: 'cursor',
+    connected: true,
+    mode: 'off',
+    chosen: 'off',
+    window: 128_000,
+    threshold: 12_800,
+    deferring: false,
+    listed: ['fs_read', 'fs_list', 'fs_write', 'shell_exec', 'http_fetch', ...TOOLS_DEFERRABLE()],
+    listed_tokens: 26_010,
+    deferred: [],
+    deferred_tokens: 0,
+    words: `Deferral is off: all ${TOOLS_DEFERRABLE().length} tools are listed.`,
+  },
+];
+
+function TOOLS_DEFERRABLE(): string[] {
+  return TOOLS.filter((x) => x.source !== 'builtin' && x.state === 'active').map((x) => x.name);
+}
 
 function t(
   name: string,
@@ -503,7 +540,7 @@ export function snapshot(now = NOW, seq = 18_422): Snapshot {
     servers: s,
     quarantined: q,
     tools: TOOLS,
-    clients: [],
+    clients: CLIENTS,
     policy: { version: 4, preset: 'default', allowed_tools: null, denied_tools: ['desktop__*'], rules_count: 3, remembered_count: 3, config_problem: null, restart_note: null },
     recent_calls: calls,
     // The calls the pending approvals hold, still running.
@@ -524,6 +561,7 @@ export function emptySnapshot(now = NOW): Snapshot {
     servers: [],
     quarantined: [],
     tools: TOOLS.filter((x) => x.source === 'builtin'),
+    clients: [],
     recent_calls: [],
     in_flight: [],
   };

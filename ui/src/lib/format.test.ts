@@ -5,6 +5,7 @@ import {
   bytes,
   callLook,
   callTimes,
+  count,
   countdown,
   duration,
   endedCause,
@@ -16,6 +17,7 @@ import {
   riskLook,
   secondsLeft,
   serverDown,
+  tokens,
 } from './format';
 import { CLAUDE } from '../dev/fixtures';
 
@@ -154,5 +156,17 @@ describe('callTimes', () => {
     const many = callTimes({ p50: 16.3, p90: 40, p99: 41, calls: 256 });
     expect(many.figures.map((f) => f.label)).toEqual(['median', 'p90', 'p99']);
     expect(many.words).toBe('call time over its last 256 calls: median 16.3 ms, 90th percentile 40 ms, 99th percentile 41 ms');
+  });
+});
+
+describe('counts', () => {
+  it('separates thousands, and says tokens', () => {
+    expect(count(0)).toBe('0');
+    expect(count(999)).toBe('999');
+    expect(count(1_000)).toBe('1,000');
+    expect(count(200_000)).toBe('200,000');
+    expect(count(1_234_567.4)).toBe('1,234,567');
+    expect(tokens(1)).toBe('1 token');
+    expect(tokens(41_250)).toBe('41,250 tokens');
   });
 });

@@ -125,6 +125,11 @@ export function count(n: number): string {
   return nf0.format(n);
 }
 
+/** Estimated tokens: `1 token`, `41,250 tokens`. */
+export function tokens(n: number): string {
+  return plural(n, 'token');
+}
+
 /** A percentage, 0–100: `0%`, `4.2%`, `37%`. */
 export function percent(p: number): string {
   if (!Number.isFinite(p)) return '—';

@@ -65,3 +65,28 @@ describe('errors', () => {
     );
   });
 });
+
+describe('tool search and deferral', () => {
+  it('asks for the words, and sends exactly DeferralBody', async () => {
+    const calls = fakeEngine(() => []);
+    await api.searchTools('open a bug report');
+    await api.searchTools('x', 10);
+    await api.chooseDeferral('claude code', 'off');
+    await api.chooseDeferral('claude-code', null);
+    expect(calls.map((c) => [c.method, c.path, c.body])).toEqual([
+      ['GET', '/api/tools/search?q=open%20a%20bug%20report', undefined],
+      ['GET', '/api/tools/search?q=x&limit=10', undefined],
+      ['PUT', '/api/clients/claude%20code/deferral', { mode: 'off' }],
+      ['PUT', '/api/clients/claude-code/deferral', { mode: null }],
+    ]);
+  });
+
+  it('rejects an aborted request with the abort, not as an engine that is gone', async () => {
+    const ctl = new AbortController();
+    fakeEngine(() => {
+      ctl.abort();
+      throw new DOMException('aborted', 'AbortError');
+    });
+    await expect(api.searchTools('x', undefined, ctl.signal)).rejects.toMatchObject({ name: 'AbortError' });
+  });
+});

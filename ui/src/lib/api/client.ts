@@ -15,7 +15,10 @@ import type {
   AuditPage,
   AuditQuery,
   CallDetail,
+  ClientView,
   ConnectInfo,
+  DeferMode,
+  DeferralBody,
   EngineHealth,
   DecidedView,
   DenyInput,
@@ -40,6 +43,7 @@ import type {
   Snapshot,
   StderrPage,
   ToolDetail,
+  ToolMatch,
   Validation,
 } from './types';
 
@@ -75,17 +79,19 @@ export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
 /** How requests leave the page. */
 export interface Transport {
-  request(method: Method, path: string, body?: unknown): Promise<Response>;
+  /** `signal` aborts a request whose answer is no longer wanted (a stale search). */
+  request(method: Method, path: string, body?: unknown, signal?: AbortSignal): Promise<Response>;
 }
 
 const fetchTransport: Transport = {
-  request(method, path, body) {
+  request(method, path, body, signal) {
     const init: RequestInit = {
       method,
       credentials: 'same-origin',
       headers: body === undefined ? { Accept: 'application/json' } : { Accept: 'application/json', 'Content-Type': 'application/json' },
     };
     if (body !== undefined) init.body = JSON.stringify(body);
+    if (signal) init.signal = signal;
     return fetch(path, init);
   },
 };
@@ -150,12 +156,13 @@ export async function errorFrom(res: Response): Promise<ApiError> {
 export const NOTHING_ANSWERS =
   'Nothing answers at this address: the engine stopped, or it now runs on another port. Start it with `toolgate serve`, or run `toolgate console` to open the console where it runs.';
 
-/** One JSON request. */
-export async function request<T>(method: Method, path: string, body?: unknown): Promise<T> {
+/** One JSON request. An aborted one rejects with the signal's reason, never as "nothing answers". */
+export async function request<T>(method: Method, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
   let res: Response;
   try {
-    res = await transport.request(method, path, body);
-  } catch {
+    res = await transport.request(method, path, body, signal);
+  } catch (e) {
+    if (signal?.aborted) throw e;
     throw new ApiError('network', 0, NOTHING_ANSWERS);
   }
   if (!res.ok) throw await errorFrom(res);
@@ -224,6 +231,12 @@ export const api = {
   pin: (tool: string) => request<PinDiff>('GET', `/api/pins/${enc(tool)}`),
   approvePin: (tool: string) => request<PinRecord>('POST', `/api/pins/${enc(tool)}/approve`),
   tool: (name: string) => request<ToolDetail>('GET', `/api/tools/${enc(name)}`),
+  /** Tools ranked by the index agents' `tool_search` uses, best first, their matched words marked. */
+  searchTools: (q: string, limit?: number, signal?: AbortSignal) =>
+    request<ToolMatch[]>('GET', `/api/tools/search${query({ q, limit })}`, undefined, signal),
+  /** A person's deferral for one agent client (`null`: follow the config again); what it is listed now. */
+  chooseDeferral: (client: string, mode: DeferMode | null) =>
+    request<ClientView>('PUT', `/api/clients/${enc(client)}/deferral`, { mode } satisfies DeferralBody),
   policy: () => request<PolicyView>('GET', '/api/policy'),
   validatePolicy: (doc: PolicyDoc) => request<Validation>('POST', '/api/policy/validate', doc),
   putPolicy: (body: PolicyPut) => request<Applied>('PUT', '/api/policy', body),

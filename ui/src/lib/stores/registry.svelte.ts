@@ -24,6 +24,16 @@ export class RegistryStore {
     this.quarantined = quarantined;
   }
 
+  /**
+   * A client's plan as the engine answered a deferral switch: shown at once,
+   * before the `tools` slice brings it with every tool's `deferred_for`.
+   */
+  clientChanged(v: ClientView): void {
+    const i = this.clients.findIndex((c) => c.client === v.client);
+    if (i >= 0) this.clients[i] = v;
+    else this.clients = [...this.clients, v].sort((a, b) => a.client.localeCompare(b.client));
+  }
+
   /** Registered or replaced: known now, and no longer held back. */
   seen(name: string, source: string): void {
     const t = this.tools.find((x) => x.name === name);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { RegistryStore } from './registry.svelte';
 import { ServersStore } from './servers.svelte';
 import { wire } from '../../test/harness';
-import type { EventOf } from '../api/types';
+import type { ClientView, EventOf } from '../api/types';
 import { snapshot } from './test-support';
 
 describe('RegistryStore', () => {
@@ -26,6 +26,32 @@ describe('RegistryStore', () => {
     expect(s.tools.find((t) => t.name === 'new_tool')).toMatchObject({ trust: 'builtin', state: 'active' });
     s.unregistered('new_tool');
     expect(s.tools.some((t) => t.name === 'new_tool')).toBe(false);
+  });
+
+  it('shows a client’s new plan at once, replacing its old one or adding it in name order', () => {
+    const s = new RegistryStore();
+    const view = (client: string, mode: 'auto' | 'on' | 'off', chosen: 'auto' | 'on' | 'off' | null): ClientView => ({
+      client,
+      connected: true,
+      mode,
+      chosen,
+      window: 200_000,
+      threshold: 20_000,
+      deferring: mode === 'on',
+      listed: [],
+      listed_tokens: 0,
+      deferred: [],
+      deferred_tokens: 0,
+      words: '',
+    });
+    s.set([], [], [view('cursor', 'auto', null), view('zed', 'auto', null)]);
+    s.clientChanged(view('cursor', 'off', 'off'));
+    expect(s.clients.map((c) => [c.client, c.mode, c.chosen])).toEqual([
+      ['cursor', 'off', 'off'],
+      ['zed', 'auto', null],
+    ]);
+    s.clientChanged(view('claude-code', 'on', 'on'));
+    expect(s.clients.map((c) => c.client)).toEqual(['claude-code', 'cursor', 'zed']);
   });
 });
 
