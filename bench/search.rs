@@ -8,6 +8,10 @@
 //! `praisonaiagents` installed). Without `--praisonai` only toolgate's side
 //! is measured. Under `cargo test` (no `--bench`) it is a smoke run of the
 //! relevance figures, to keep the bench building and working.
+//! `--dump-docs PATH` also writes the stems the index holds for the
+//! 10,000-tool catalog and the queries, to measure another scorer on the
+//! same text (docs/architecture/decisions.md, "Tool search ranks with
+//! bm25's weights and its own postings").
 
 #[path = "../tests/common/catalog.rs"]
 #[allow(dead_code)]
@@ -67,6 +71,13 @@ fn main() {
                 rate(t3, tn)
             );
         }
+    }
+    if let Some(path) = args
+        .iter()
+        .position(|a| a == "--dump-docs")
+        .and_then(|i| args.get(i + 1))
+    {
+        dump_docs(&fixture, Path::new(path));
     }
     if !full {
         return;
@@ -152,6 +163,44 @@ fn speed(fixture: &Catalog, python: Option<&str>) {
         us(per_call),
         per_call.as_secs_f64() / ours[2].1.as_secs_f64()
     );
+}
+
+/// Writes what the index holds for the 10,000-tool catalog, the added
+/// server and both query sets, as stems, so another scorer can be
+/// measured on exactly the same text: `{"docs": [[name, stems]…],
+/// "added": […], "queries": {"queries.json": [[stems, expected]…], …}}`.
+fn dump_docs(fixture: &Catalog, path: &Path) {
+    let scaled = catalog::defs(&Catalog {
+        servers: scaled(&fixture.servers),
+    });
+    let added = catalog::defs(&Catalog {
+        servers: vec![added(&fixture.servers)],
+    });
+    let all: Vec<ToolDef> = scaled.iter().chain(&added).cloned().collect();
+    let index = index_of(&catalog::registry(all));
+    let docs = |defs: &[ToolDef]| -> Vec<(String, String)> {
+        defs.iter()
+            .map(|d| {
+                (
+                    d.name.to_string(),
+                    index.document_text(d.name.as_str()).unwrap_or_default(),
+                )
+            })
+            .collect()
+    };
+    let queries: serde_json::Map<String, Value> = ["queries.json", "queries_heldout.json"]
+        .into_iter()
+        .map(|set| {
+            let qs: Vec<(String, String)> = catalog::queries(set)
+                .into_iter()
+                .map(|q| (index.query_text(&q.query), q.expected))
+                .collect();
+            (set.to_owned(), serde_json::json!(qs))
+        })
+        .collect();
+    let out = serde_json::json!({"docs": docs(&scaled), "added": docs(&added), "queries": queries});
+    std::fs::write(path, out.to_string()).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    println!("\nwrote {}", path.display());
 }
 
 /// Adds the 100-tool server to a registry of `defs` with its index made,

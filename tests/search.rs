@@ -228,7 +228,8 @@ async fn auto_defers_by_the_clients_window_and_core_tools_stay_listed() {
     let big = d.engine.plan(Some("big"));
     assert!(!big.deferring, "{}", big.words());
     assert!(
-        big.words().starts_with("Listing all 3 tools"),
+        big.words()
+            .starts_with("Listing all 9 tools: the 3 that could be deferred"),
         "{}",
         big.words()
     );
@@ -494,6 +495,20 @@ async fn the_console_ranks_marks_and_switches_deferral_per_client() {
         ["Create", "new", "issue"],
         "synonyms of the query are marked"
     );
+    // A tool found by its argument says so.
+    let by_arg: Value = get("/tools/search?q=title")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let github = by_arg
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["tool"]["name"] == "github__create_issue")
+        .expect("found by its argument");
+    assert_eq!(github["matched_in"], json!(["argument title"]), "{github}");
     // The person's view lists hidden tools too, so its search finds them.
     let hidden: Value = get("/tools/search?q=secret%20tracker")
         .await

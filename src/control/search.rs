@@ -4,9 +4,13 @@
 
 use std::collections::{BTreeSet, HashSet};
 
+use serde_json::Value;
+
 use super::types::{ClientView, ToolMatch};
 use super::{Control, ControlError};
 use crate::search::DeferMode;
+use crate::search::ToolIndex;
+use crate::tool::{Source, ToolDef};
 
 /// The most results one search of the Tools view gives.
 pub const MAX_MATCHES: usize = 200;
@@ -35,9 +39,14 @@ impl Control {
             .into_iter()
             .map(|h| h.tool.def.name.as_str().to_owned())
             .collect();
+        let snap = engine.registry().snapshot();
         let mark = |t: &super::types::ToolSummary| ToolMatch {
             name: index.marks(&stems, &t.name),
             summary: index.marks(&stems, &t.summary),
+            matched_in: snap
+                .get(&t.name)
+                .map(|r| matched_in(index, &stems, &r.def))
+                .unwrap_or_default(),
             tool: t.clone(),
         };
         let mut out: Vec<ToolMatch> = found
@@ -115,4 +124,37 @@ impl Control {
     fn client_view(&self, client: &str, connected: bool) -> ClientView {
         self.engine().client_view(client, connected)
     }
+}
+
+/// The parts of `def` beyond its name and summary line where `stems`
+/// match, in words.
+fn matched_in(index: &ToolIndex, stems: &HashSet<String>, def: &ToolDef) -> Vec<String> {
+    let hit = |text: &str| index.marks(stems, text).iter().any(|m| m.hit);
+    let mut out = Vec::new();
+    let rest: String = def
+        .description
+        .lines()
+        .skip(1)
+        .collect::<Vec<_>>()
+        .join("\n");
+    if hit(&rest) {
+        out.push("the description".to_owned());
+    }
+    if let Source::Mcp(server) | Source::Plugin(server) | Source::Agent(server) = &def.source
+        && hit(server)
+    {
+        out.push("the server's name".to_owned());
+    }
+    if let Some(Value::Object(props)) = def.input_schema.get("properties") {
+        for (param, schema) in props {
+            let described = schema
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if hit(param) || hit(described) {
+                out.push(format!("argument {param}"));
+            }
+        }
+    }
+    out
 }

@@ -225,6 +225,10 @@ pub struct ToolMatch {
     pub name: Vec<crate::search::terms::Marked>,
     /// Its one-line summary, cut at the matched words.
     pub summary: Vec<crate::search::terms::Marked>,
+    /// Where else the search matched, in words (`the description`,
+    /// `argument path`, `the server's name`): why a result whose name and
+    /// summary show no marked word was found.
+    pub matched_in: Vec<String>,
 }
 
 pub use crate::search::ClientView;

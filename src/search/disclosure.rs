@@ -286,32 +286,69 @@ impl Plan {
     }
 
     /// The decision in words, for people: "Deferring 112 tools: their
-    /// schemas take about 41,000 tokens, 20% of the 200,000-token window
-    /// (the threshold is 10%)."
+    /// schemas take about 41,000 tokens, 20% of the 200,000-token window,
+    /// at or over the 10% threshold; 5 core tools are listed with the
+    /// bridge tools." Counts are of the client's visible tools.
     pub fn words(&self) -> String {
-        let share = pct(self.deferrable_tokens, self.window);
-        let n = self.deferrable.len();
-        let tools = if n == 1 { "tool" } else { "tools" };
+        let (n_def, n_core) = (self.deferrable.len(), self.core.len());
+        let total = n_def + n_core;
         let size = format!(
-            "their schemas take about {} tokens, {share}% of the {}-token window",
+            "about {} tokens, {} of the {}-token window",
             thousands(self.deferrable_tokens),
+            share(self.deferrable_tokens, self.window),
             thousands(self.window)
         );
+        let limit = share(self.threshold, self.window);
+        let core = format!(
+            "{} {} listed with the bridge tools",
+            count(n_core, "core tool", "core tools"),
+            if n_core == 1 { "is" } else { "are" }
+        );
         match (self.mode, self.deferring) {
-            (_, false) if n == 0 => "Nothing to defer: every visible tool is core.".to_owned(),
-            (DeferMode::Off, _) => format!("Deferral is off: all {n} {tools} are listed."),
-            (DeferMode::On, _) => {
-                format!("Deferral is on: {n} {tools} are behind tool_search ({size}).")
-            }
+            (_, false) if n_def == 0 => format!(
+                "Nothing to defer: {} {} core.",
+                count_all(total),
+                if total == 1 { "is" } else { "are" }
+            ),
+            (DeferMode::Off, _) => format!(
+                "Deferral is off: {} listed ({n_def} could be deferred: {size}).",
+                count_all(total)
+            ),
+            (DeferMode::On, _) => format!(
+                "Deferral is on: {} behind tool_search ({size}); {core}.",
+                count(n_def, "tool is", "tools are")
+            ),
             (DeferMode::Auto, true) => format!(
-                "Deferring {n} {tools}: {size}, at or over the threshold of {}%.",
-                pct(self.threshold, self.window)
+                "Deferring {}: their schemas take {size}, at or over the {limit} threshold; {core}.",
+                count(n_def, "tool", "tools")
             ),
             (DeferMode::Auto, false) => format!(
-                "Listing all {n} {tools}: {size}, under the threshold of {}%.",
-                pct(self.threshold, self.window)
+                "Listing {}: the {n_def} that could be deferred take {size}, under the {limit} threshold.",
+                count_all(total)
             ),
         }
+    }
+}
+
+/// `3 tools`, `1 tool`.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// `all 3 tools`, `the 1 tool`.
+fn count_all(n: usize) -> String {
+    if n == 1 {
+        "the 1 tool".to_owned()
+    } else {
+        format!("all {n} tools")
+    }
+}
+
+/// `20%`, or `under 1%` for a share that rounds to nothing.
+fn share(part: u32, whole: u32) -> String {
+    match pct(part, whole) {
+        0 if part > 0 => "under 1%".to_owned(),
+        p => format!("{p}%"),
     }
 }
 

@@ -194,6 +194,22 @@ impl ToolIndex {
         self.terms.marks(stems, text)
     }
 
+    /// The stems the index holds for tool `name`, joined by spaces: what
+    /// a bench feeds other scorers to compare them on the same text.
+    pub fn document_text(&self, name: &str) -> Option<String> {
+        self.lock()
+            .docs
+            .iter()
+            .find(|(n, _)| n.as_str() == name)
+            .map(|(_, d)| d.stems.clone())
+    }
+
+    /// The stems a search for `query` looks for, weighted by repetition
+    /// (its own words twice, their synonyms once), joined by spaces.
+    pub fn query_text(&self, query: &str) -> String {
+        self.terms.query(query).join(" ")
+    }
+
     /// Number of tools indexed.
     pub fn len(&self) -> usize {
         self.lock().docs.len()

@@ -18,4 +18,10 @@ name: Array<Marked>,
 /**
  * Its one-line summary, cut at the matched words.
  */
-summary: Array<Marked>, };
+summary: Array<Marked>, 
+/**
+ * Where else the search matched, in words (`the description`,
+ * `argument path`, `the server's name`): why a result whose name and
+ * summary show no marked word was found.
+ */
+matched_in: Array<string>, };

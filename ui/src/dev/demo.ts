@@ -269,7 +269,7 @@ export function install(): Demo {
       if (words.length === 0) return err(400, 'bad_request', 'search takes `q` (the words) and an optional `limit`');
       const marked = (text: string): Marked[] =>
         text.split(/(\w+)/).filter(Boolean).map((part) => ({ text: part, hit: words.some((w) => part.toLowerCase().startsWith(w)) }));
-      const found = fx.TOOLS.map((tool) => ({ tool: { ...tool, deferred_for: deferredFor(tool.name) }, name: marked(tool.name), summary: marked(tool.summary) }))
+      const found = fx.TOOLS.map((tool) => ({ tool: { ...tool, deferred_for: deferredFor(tool.name) }, name: marked(tool.name), summary: marked(tool.summary), matched_in: [] }))
         .map((x) => ({ x, n: [...x.name, ...x.summary].filter((r) => r.hit).length }))
         .filter((y) => y.n > 0)
         .sort((a, b) => b.n - a.n)

@@ -29,6 +29,7 @@ function match(snap: Snapshot, name: string, hit: string): ToolMatch {
       { text: tool.name.slice(at + hit.length), hit: false },
     ],
     summary: [{ text: tool.summary, hit: false }],
+    matched_in: [],
   };
 }
 
