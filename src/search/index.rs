@@ -50,7 +50,7 @@ struct State {
     /// The registry version indexed, `None` before the first sync.
     version: Option<u64>,
     embedder: Embedder<u32, Stems>,
-    postings: Postings,
+    postings: Postings<Arc<RegisteredTool>>,
     docs: HashMap<ToolName, Doc>,
     /// Sum of every document's stem count, for the true `avgdl`.
     total_len: usize,
@@ -146,37 +146,25 @@ impl ToolIndex {
             Vec::new()
         } else {
             let q = st.embedder.embed(&stems.join(" "));
-            st.postings
+            let mut scored: Vec<(&Arc<RegisteredTool>, f32)> = st
+                .postings
                 .scores(&q)
                 .into_iter()
-                .filter_map(|(name, score)| {
-                    let doc = st.docs.get(name)?;
-                    keep(&doc.tool).then(|| Hit {
-                        tool: doc.tool.clone(),
-                        score,
-                    })
+                .filter(|(tool, _)| keep(tool))
+                .collect();
+            best(&mut scored, limit);
+            scored
+                .into_iter()
+                .map(|(tool, score)| Hit {
+                    tool: tool.clone(),
+                    score,
                 })
                 .collect()
         };
         if hits.is_empty() {
             hits = st.substring(query, &keep);
         }
-        // Equal scores are ordered by name, so a search reads the same
-        // every time (the postings' order of ties is a hash order). Only
-        // the best `limit` are sorted: a common word matches thousands.
-        let order = |a: &Hit, b: &Hit| {
-            b.score
-                .total_cmp(&a.score)
-                .then_with(|| a.tool.def.name.cmp(&b.tool.def.name))
-        };
-        if limit == 0 {
-            return Vec::new();
-        }
-        if hits.len() > limit {
-            hits.select_nth_unstable_by(limit - 1, order);
-            hits.truncate(limit);
-        }
-        hits.sort_by(order);
+        best(&mut hits, limit);
         hits
     }
 
@@ -274,7 +262,7 @@ impl State {
             stems: stems.join(" "),
         };
         self.postings
-            .upsert(&name, &self.embedder.embed(&doc.stems));
+            .upsert(&name, doc.tool.clone(), &self.embedder.embed(&doc.stems));
         self.total_len += doc.len;
         self.docs.insert(name, doc);
     }
@@ -299,7 +287,7 @@ impl State {
         self.embedder = embedder(truth.max(1.0));
         let mut postings = Postings::default();
         for (name, doc) in &self.docs {
-            postings.upsert(name, &self.embedder.embed(&doc.stems));
+            postings.upsert(name, doc.tool.clone(), &self.embedder.embed(&doc.stems));
         }
         self.postings = postings;
     }
@@ -326,4 +314,49 @@ impl State {
             names
         }
     }
+}
+
+/// Something ranked: a tool and its score.
+trait Ranked {
+    fn score(&self) -> f32;
+    fn name(&self) -> &str;
+}
+
+impl Ranked for Hit {
+    fn score(&self) -> f32 {
+        self.score
+    }
+    fn name(&self) -> &str {
+        self.tool.def.name.as_str()
+    }
+}
+
+impl Ranked for (&Arc<RegisteredTool>, f32) {
+    fn score(&self) -> f32 {
+        self.1
+    }
+    fn name(&self) -> &str {
+        self.0.def.name.as_str()
+    }
+}
+
+/// Keeps the best `limit` of `items`, best first. Equal scores are ordered
+/// by name, so a search reads the same every time (the postings' order of
+/// ties is a hash order). Only the best are sorted: a common word matches
+/// thousands of tools.
+fn best<R: Ranked>(items: &mut Vec<R>, limit: usize) {
+    let order = |a: &R, b: &R| {
+        b.score()
+            .total_cmp(&a.score())
+            .then_with(|| a.name().cmp(b.name()))
+    };
+    if limit == 0 {
+        items.clear();
+        return;
+    }
+    if items.len() > limit {
+        items.select_nth_unstable_by(limit - 1, order);
+        items.truncate(limit);
+    }
+    items.sort_by(order);
 }

@@ -17,18 +17,32 @@ use bm25::Embedding;
 use crate::tool::ToolName;
 
 /// The index proper: term → documents holding it, with their weights.
-#[derive(Debug, Default)]
-pub(super) struct Postings {
+/// Each document carries a `T` (the tool), handed back with its score so a
+/// query looks nothing up by name.
+#[derive(Debug)]
+pub(super) struct Postings<T> {
     by_term: HashMap<u32, Vec<(u32, f32)>>,
-    /// Each slot's document name and distinct terms; `None` once freed.
-    slots: Vec<Option<(ToolName, Vec<u32>)>>,
+    /// Each slot's document and distinct terms; `None` once freed.
+    slots: Vec<Option<(T, Vec<u32>)>>,
     free: Vec<u32>,
     by_name: HashMap<ToolName, u32>,
 }
 
-impl Postings {
-    /// Indexes `name` with `embedding`'s weights, replacing what it had.
-    pub(super) fn upsert(&mut self, name: &ToolName, embedding: &Embedding<u32>) {
+impl<T> Default for Postings<T> {
+    fn default() -> Self {
+        Self {
+            by_term: HashMap::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            by_name: HashMap::new(),
+        }
+    }
+}
+
+impl<T> Postings<T> {
+    /// Indexes `name` (carrying `doc`) with `embedding`'s weights,
+    /// replacing what it had.
+    pub(super) fn upsert(&mut self, name: &ToolName, doc: T, embedding: &Embedding<u32>) {
         self.remove(name);
         let mut terms: Vec<(u32, f32)> = embedding.iter().map(|t| (t.index, t.value)).collect();
         // The embedding repeats a term once per occurrence, each with the
@@ -43,7 +57,7 @@ impl Postings {
             self.by_term.entry(*term).or_default().push((slot, *weight));
         }
         let ids = terms.into_iter().map(|t| t.0).collect();
-        self.slots[slot as usize] = Some((name.clone(), ids));
+        self.slots[slot as usize] = Some((doc, ids));
         self.by_name.insert(name.clone(), slot);
     }
 
@@ -68,7 +82,7 @@ impl Postings {
     /// Every document sharing a term with `query` and its BM25 score: the
     /// sum over the query's terms (a repeated term counts again) of the
     /// term's IDF times the document's weight for it.
-    pub(super) fn scores(&self, query: &Embedding<u32>) -> Vec<(&ToolName, f32)> {
+    pub(super) fn scores(&self, query: &Embedding<u32>) -> Vec<(&T, f32)> {
         let docs = self.by_name.len() as f32;
         let mut acc = vec![0f32; self.slots.len()];
         let mut touched = Vec::new();
@@ -89,8 +103,8 @@ impl Postings {
         touched
             .into_iter()
             .filter_map(|slot| {
-                let (name, _) = self.slots[slot as usize].as_ref()?;
-                Some((name, acc[slot as usize]))
+                let (doc, _) = self.slots[slot as usize].as_ref()?;
+                Some((doc, acc[slot as usize]))
             })
             .collect()
     }
@@ -116,10 +130,10 @@ mod tests {
             ("c", "send messag channel"),
             ("d", "creat pull request"),
         ];
-        let mut ours = Postings::default();
+        let mut ours = Postings::<String>::default();
         let mut theirs = Scorer::<ToolName, u32>::new();
         for (n, text) in docs {
-            ours.upsert(&name(n), &embedder.embed(text));
+            ours.upsert(&name(n), n.to_owned(), &embedder.embed(text));
             theirs.upsert(&name(n), embedder.embed(text));
         }
         for q in ["creat repo", "pull request pull", "messag", "nothing here"] {
@@ -147,16 +161,16 @@ mod tests {
     #[test]
     fn a_removed_or_replaced_document_leaves_no_posting_behind() {
         let embedder = EmbedderBuilder::<u32, Stems>::with_avgdl(3.0).build();
-        let mut p = Postings::default();
-        p.upsert(&name("a"), &embedder.embed("creat issu"));
-        p.upsert(&name("b"), &embedder.embed("creat pull"));
-        p.upsert(&name("a"), &embedder.embed("send messag"));
+        let mut p = Postings::<()>::default();
+        p.upsert(&name("a"), (), &embedder.embed("creat issu"));
+        p.upsert(&name("b"), (), &embedder.embed("creat pull"));
+        p.upsert(&name("a"), (), &embedder.embed("send messag"));
         assert!(p.scores(&embedder.embed("issu")).is_empty());
         assert_eq!(p.scores(&embedder.embed("messag")).len(), 1);
         p.remove(&name("b"));
         assert!(p.scores(&embedder.embed("creat")).is_empty());
         // The freed slot is used again.
-        p.upsert(&name("c"), &embedder.embed("creat"));
+        p.upsert(&name("c"), (), &embedder.embed("creat"));
         assert_eq!(p.slots.len(), 2);
     }
 }

@@ -16,26 +16,6 @@
 
 use bm25::{DefaultTokenizer, Language, Tokenizer};
 
-/// Splits every identifier in `text` into its words: `create_issue` →
-/// `create issue`, `listPullRequests` → `list Pull Requests`,
-/// `parseHTMLPage` → `parse HTML Page`; a capitalised name (`GitHub`)
-/// stays whole. Other text passes through unchanged.
-pub fn split_identifiers(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 8);
-    let chars: Vec<char> = text.chars().collect();
-    for (i, &c) in chars.iter().enumerate() {
-        if c == '_' || c == '-' {
-            out.push(' ');
-            continue;
-        }
-        if i > 0 && starts_word(&chars, i) {
-            out.push(' ');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// Whether a camelCase word starts at `i`: a capital after a lower-case
 /// letter or digit, or the last capital of a run followed by lower case
 /// (`parseHTMLPage`: the `P`), inside a word that itself starts in lower
@@ -62,9 +42,11 @@ fn word_start(chars: &[char], i: usize) -> char {
     chars[at]
 }
 
-/// The byte ranges of the words in `text`, split the way
-/// [`split_identifiers`] splits: at anything but letters and digits, and at
-/// camelCase boundaries. For marking the words a search matched.
+/// The byte ranges of the words in `text`: split at anything but letters
+/// and digits (`create_issue`, `get-file-contents`, `github__x`), and at
+/// camelCase boundaries inside a word that starts in lower case
+/// (`listPullRequests`, `parseHTMLPage`); a capitalised name (`GitHub`)
+/// stays whole.
 pub fn word_spans(text: &str) -> Vec<std::ops::Range<usize>> {
     let chars: Vec<(usize, char)> = text.char_indices().collect();
     let plain: Vec<char> = chars.iter().map(|(_, c)| *c).collect();
@@ -168,61 +150,64 @@ const SYNONYMS: &[&[&str]] = &[
     &["translate", "translation", "language"],
 ];
 
-/// Past forms of verbs tools are described with, which the stemmer leaves
-/// alone ("sent" never meets "send"), with the form it does meet.
-const IRREGULAR: &[(&str, &str)] = &[
-    ("sent", "send"),
-    ("made", "make"),
-    ("found", "find"),
-    ("got", "get"),
-    ("gotten", "get"),
-    ("ran", "run"),
-    ("wrote", "write"),
-    ("written", "write"),
-    ("built", "build"),
-    ("began", "begin"),
-    ("begun", "begin"),
-    ("took", "take"),
-    ("taken", "take"),
-    ("gave", "give"),
-    ("given", "give"),
-    ("kept", "keep"),
-    ("left", "leave"),
-    ("paid", "pay"),
-    ("sold", "sell"),
-    ("bought", "buy"),
-    ("told", "tell"),
-    ("brought", "bring"),
-    ("chose", "choose"),
-    ("chosen", "choose"),
-    ("lost", "lose"),
-    ("met", "meet"),
-    ("spent", "spend"),
-    ("broke", "break"),
-    ("broken", "break"),
-    ("forgot", "forget"),
-    ("forgotten", "forget"),
-    ("froze", "freeze"),
-    ("frozen", "freeze"),
-    ("spoke", "speak"),
-    ("spoken", "speak"),
-    ("drove", "drive"),
-    ("driven", "drive"),
-    ("threw", "throw"),
-    ("thrown", "throw"),
-    ("knew", "know"),
-    ("known", "know"),
-    ("saw", "see"),
-    ("seen", "see"),
-    ("done", "do"),
-    ("went", "go"),
-    ("gone", "go"),
-    ("hid", "hide"),
-    ("hidden", "hide"),
-    ("stole", "steal"),
-    ("stolen", "steal"),
-    ("won", "win"),
-];
+/// The base form of a past form of a verb tools are described with,
+/// which the stemmer leaves alone ("sent" never meets "send").
+fn base_form(stem: &str) -> Option<&'static str> {
+    Some(match stem {
+        "sent" => "send",
+        "made" => "make",
+        "found" => "find",
+        "got" => "get",
+        "gotten" => "get",
+        "ran" => "run",
+        "wrote" => "write",
+        "written" => "write",
+        "built" => "build",
+        "began" => "begin",
+        "begun" => "begin",
+        "took" => "take",
+        "taken" => "take",
+        "gave" => "give",
+        "given" => "give",
+        "kept" => "keep",
+        "left" => "leave",
+        "paid" => "pay",
+        "sold" => "sell",
+        "bought" => "buy",
+        "told" => "tell",
+        "brought" => "bring",
+        "chose" => "choose",
+        "chosen" => "choose",
+        "lost" => "lose",
+        "met" => "meet",
+        "spent" => "spend",
+        "broke" => "break",
+        "broken" => "break",
+        "forgot" => "forget",
+        "forgotten" => "forget",
+        "froze" => "freeze",
+        "frozen" => "freeze",
+        "spoke" => "speak",
+        "spoken" => "speak",
+        "drove" => "drive",
+        "driven" => "drive",
+        "threw" => "throw",
+        "thrown" => "throw",
+        "knew" => "know",
+        "known" => "know",
+        "saw" => "see",
+        "seen" => "see",
+        "done" => "do",
+        "went" => "go",
+        "gone" => "go",
+        "hid" => "hide",
+        "hidden" => "hide",
+        "stole" => "steal",
+        "stolen" => "steal",
+        "won" => "win",
+        _ => return None,
+    })
+}
 
 /// bm25's English tokenizer over identifiers split into words.
 #[derive(Debug)]
@@ -230,7 +215,14 @@ pub struct Terms {
     english: DefaultTokenizer,
     /// Each synonym's stem with the stems of its group, built once.
     groups: Vec<Vec<String>>,
+    /// Each word's stems, as stemmed before: tool definitions repeat a
+    /// small vocabulary, and stemming was most of the cost of indexing.
+    /// Bounded: emptied when it reaches [`CACHED_WORDS`].
+    cache: std::sync::Mutex<std::collections::HashMap<String, Vec<String>>>,
 }
+
+/// Words whose stems [`Terms`] remembers at most (a few MB).
+const CACHED_WORDS: usize = 50_000;
 
 impl Default for Terms {
     fn default() -> Self {
@@ -246,7 +238,11 @@ impl Default for Terms {
                 stems
             })
             .collect();
-        Self { english, groups }
+        Self {
+            english,
+            groups,
+            cache: std::sync::Mutex::default(),
+        }
     }
 }
 
@@ -261,15 +257,16 @@ impl Terms {
     pub fn marks(&self, stems: &std::collections::HashSet<String>, text: &str) -> Vec<Marked> {
         let mut out: Vec<Marked> = Vec::new();
         let mut at = 0;
+        let mut cache = self.cache();
         for span in word_spans(text) {
-            let hit = self
-                .english
-                .tokenize(&text[span.clone()])
+            let word = &text[span.clone()];
+            if self
+                .word(&mut cache, word)
                 .iter()
-                .any(|s| stems.contains(s));
-            if hit {
+                .any(|s| stems.contains(s))
+            {
                 push(&mut out, &text[at..span.start], false);
-                push(&mut out, &text[span.clone()], true);
+                push(&mut out, word, true);
                 at = span.end;
             }
         }
@@ -279,13 +276,39 @@ impl Terms {
 
     /// The stems of `text`, identifiers split, in order.
     pub fn stems(&self, text: &str) -> Vec<String> {
-        let mut stems = self.english.tokenize(&split_identifiers(text));
-        for stem in &mut stems {
-            if let Some((_, base)) = IRREGULAR.iter().find(|(past, _)| past == stem) {
-                *stem = (*base).to_owned();
-            }
+        let mut cache = self.cache();
+        let mut out = Vec::new();
+        for span in word_spans(text) {
+            out.extend_from_slice(self.word(&mut cache, &text[span]));
         }
-        stems
+        out
+    }
+
+    /// One word's stems (none for a stop word), remembered.
+    fn word<'c>(
+        &self,
+        cache: &'c mut std::collections::HashMap<String, Vec<String>>,
+        word: &str,
+    ) -> &'c [String] {
+        if !cache.contains_key(word) {
+            if cache.len() >= CACHED_WORDS {
+                cache.clear();
+            }
+            let mut stems = self.english.tokenize(word);
+            for stem in &mut stems {
+                if let Some(base) = base_form(stem) {
+                    *stem = base.to_owned();
+                }
+            }
+            cache.insert(word.to_owned(), stems);
+        }
+        cache.get(word).map_or(&[], Vec::as_slice)
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Vec<String>>> {
+        self.cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The stems a query searches for: its own twice (their weight), then
@@ -346,17 +369,18 @@ impl Tokenizer for Stems {
 mod tests {
     use super::*;
 
+    fn words(text: &str) -> Vec<&str> {
+        word_spans(text).into_iter().map(|r| &text[r]).collect()
+    }
+
     #[test]
     fn identifiers_split_on_case_underscores_and_the_server_prefix() {
-        assert_eq!(
-            split_identifiers("github__create_issue"),
-            "github  create issue"
-        );
-        assert_eq!(split_identifiers("listPullRequests"), "list Pull Requests");
-        assert_eq!(split_identifiers("parseHTMLPage s3"), "parse HTML Page s3");
-        assert_eq!(split_identifiers("GitHub PostgreSQL"), "GitHub PostgreSQL");
-        assert_eq!(split_identifiers("get-file-contents"), "get file contents");
-        assert_eq!(split_identifiers("plain words."), "plain words.");
+        assert_eq!(words("github__create_issue"), ["github", "create", "issue"]);
+        assert_eq!(words("listPullRequests"), ["list", "Pull", "Requests"]);
+        assert_eq!(words("parseHTMLPage s3"), ["parse", "HTML", "Page", "s3"]);
+        assert_eq!(words("GitHub PostgreSQL"), ["GitHub", "PostgreSQL"]);
+        assert_eq!(words("get-file-contents"), ["get", "file", "contents"]);
+        assert_eq!(words("plain words."), ["plain", "words"]);
     }
 
     #[test]
