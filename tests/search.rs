@@ -613,3 +613,55 @@ async fn the_cli_searches_and_shows_what_a_client_is_listed() {
     assert!(out.contains("Through tool_search (3, about"), "{out}");
     d.stop().await;
 }
+
+/// The official Python MCP SDK, through `toolgate mcp-bridge` with its
+/// stripped environment, sees the bridge tools and completes search →
+/// describe → call.
+#[tokio::test]
+async fn the_python_sdk_finds_describes_and_calls_a_deferred_tool() {
+    let d = TestDaemon::start(ON_HIDING).await;
+    catalog(&d);
+    let out = tokio::process::Command::new(crate::common::python::python())
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/search_client.py"
+        ))
+        .arg(env!("CARGO_BIN_EXE_toolgate"))
+        .arg(&d.socket)
+        .arg("open a bug report")
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "python client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let listed: Vec<&str> = seen["listed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(
+        listed.contains(&"tool_search") && listed.contains(&"tool_call"),
+        "{listed:?}"
+    );
+    assert!(!listed.contains(&"github__create_issue"), "{listed:?}");
+    assert_eq!(seen["found"][0], "github__create_issue", "{seen}");
+    assert_eq!(seen["described"], "github__create_issue");
+    assert_eq!(seen["called_is_error"], false, "{seen}");
+    assert!(
+        seen["called_text"]
+            .as_str()
+            .unwrap()
+            .contains("ran github__create_issue"),
+        "{seen}"
+    );
+    assert!(
+        seen["call_id"].as_u64().is_some(),
+        "a governed call: {seen}"
+    );
+    d.stop().await;
+}
