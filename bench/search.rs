@@ -51,7 +51,7 @@ fn main() {
     println!("| --- | --- | ---: | ---: |");
     let index = index_of(&catalog::registry(catalog::defs(&fixture)));
     for set in ["queries.json", "queries_heldout.json"] {
-        let (n, top1, top3) = relevance(&index, set);
+        let (n, top1, top3, _) = catalog::rank(&index, set);
         println!(
             "| {set} | toolgate | {} | {} |",
             rate(top1, n),
@@ -218,21 +218,6 @@ fn index_of(registry: &Registry) -> ToolIndex {
     let index = ToolIndex::new();
     index.sync(registry);
     index
-}
-
-fn relevance(index: &ToolIndex, set: &str) -> (usize, usize, usize) {
-    let queries = catalog::queries(set);
-    let (mut top1, mut top3) = (0, 0);
-    for q in &queries {
-        let found: Vec<String> = index
-            .search(&q.query, 3, |_| true)
-            .into_iter()
-            .map(|h| h.tool.def.name.to_string())
-            .collect();
-        top1 += usize::from(found.first() == Some(&q.expected));
-        top3 += usize::from(found.contains(&q.expected));
-    }
-    (queries.len(), top1, top3)
 }
 
 /// The fixture's servers, then renamed copies `<name>_<round>`, until

@@ -10,26 +10,6 @@ use toolgate::search::ToolIndex;
 
 use crate::common::catalog;
 
-/// Top-1 and top-3 hits of `file`'s queries, and the misses in words.
-fn rank(index: &ToolIndex, file: &str) -> (usize, usize, usize, Vec<String>) {
-    let queries = catalog::queries(file);
-    let (mut top1, mut top3, mut misses) = (0, 0, Vec::new());
-    for q in &queries {
-        let found: Vec<String> = index
-            .search(&q.query, 3, |_| true)
-            .into_iter()
-            .map(|h| h.tool.def.name.to_string())
-            .collect();
-        top1 += usize::from(found.first() == Some(&q.expected));
-        if found.contains(&q.expected) {
-            top3 += 1;
-        } else {
-            misses.push(format!("{:?} → {found:?}, wanted {}", q.query, q.expected));
-        }
-    }
-    (queries.len(), top1, top3, misses)
-}
-
 fn index() -> ToolIndex {
     let catalog = catalog::load(&catalog::fixture("catalog.json"));
     let registry = catalog::registry(catalog::defs(&catalog));
@@ -47,7 +27,7 @@ fn the_expected_tool_is_usually_in_the_top_three() {
         ("queries.json", 65.0, 87.0),
         ("queries_heldout.json", 60.0, 80.0),
     ] {
-        let (n, top1, top3, misses) = rank(&index, file);
+        let (n, top1, top3, misses) = catalog::rank(&index, file);
         eprintln!(
             "{file}: top-1 {top1}/{n} ({:.1} %), top-3 {top3}/{n} ({:.1} %)\nmisses:\n{}\n",
             pct(top1, n),

@@ -98,3 +98,27 @@ pub(crate) fn registry(defs: Vec<ToolDef>) -> Registry {
     }
     r
 }
+
+/// How `index` ranks the queries of the fixture's `file`: the number of
+/// queries, top-1 hits, top-3 hits, and each miss in words.
+pub(crate) fn rank(
+    index: &toolgate::search::ToolIndex,
+    file: &str,
+) -> (usize, usize, usize, Vec<String>) {
+    let queries = queries(file);
+    let (mut top1, mut top3, mut misses) = (0, 0, Vec::new());
+    for q in &queries {
+        let found: Vec<String> = index
+            .search(&q.query, 3, |_| true)
+            .into_iter()
+            .map(|h| h.tool.def.name.to_string())
+            .collect();
+        top1 += usize::from(found.first() == Some(&q.expected));
+        if found.contains(&q.expected) {
+            top3 += 1;
+        } else {
+            misses.push(format!("{:?} → {found:?}, wanted {}", q.query, q.expected));
+        }
+    }
+    (queries.len(), top1, top3, misses)
+}
