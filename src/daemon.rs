@@ -330,6 +330,7 @@ impl Daemon {
         let engine = setup::engine_with(config, &env, |b| {
             b.events(events).audit(a2).approvals(approvals)
         })?;
+        engine.disclosure().keep_in(&opts.data_dir);
         let events = follow_events(&engine, &audit);
         let pins = PinStore::open(audit.pool().clone()).await?;
         let upstreams = Upstreams::new(engine.clone(), pins, UpstreamOptions::default());
