@@ -29,7 +29,7 @@ pub struct Disclosure {
 }
 
 /// The choices file's name in the data dir.
-pub const FILE_NAME: &str = "deferral.json";
+const FILE_NAME: &str = "deferral.json";
 
 /// Largest choices file read (a person chooses for a handful of clients).
 const MAX_FILE: u64 = 1024 * 1024;
