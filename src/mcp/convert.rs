@@ -66,8 +66,7 @@ pub fn call_result(call_id: u64, result: &Result<ToolResult, CallError>) -> Valu
             out
         }
         Err(e) => {
-            let message = e.to_string();
-            let message = crate::events::cut_text(&message, MAX_ERROR_TEXT);
+            let message = crate::events::display_text(e, MAX_ERROR_TEXT);
             json!({
                 "content": [{"type": "text", "text": message}],
                 "isError": true,
