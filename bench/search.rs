@@ -158,10 +158,10 @@ fn speed(fixture: &Catalog, python: Option<&str>) {
     }
     let per_call = their("query_search_catalog_per_call", "p50_us");
     println!(
-        "| query p50, PraisonAI's per-call path (search_catalog rebuilds) | {} | {} | {:.0}× |",
+        "| query p50, PraisonAI's per-call path (search_catalog rebuilds) | {} | {} | {} |",
         us(ours[2].1),
         us(per_call),
-        per_call.as_secs_f64() / ours[2].1.as_secs_f64()
+        ratio(per_call, ours[2].1)
     );
 }
 
@@ -301,6 +301,16 @@ fn p(samples: &[Duration], pct: usize) -> Duration {
 
 fn us(d: Duration) -> String {
     format!("{:.1} µs", d.as_secs_f64() * 1e6)
+}
+
+/// How many times faster toolgate is (below 1: slower).
+fn ratio(theirs: Duration, ours: Duration) -> String {
+    let r = theirs.as_secs_f64() / ours.as_secs_f64();
+    if r < 10.0 {
+        format!("{r:.2}×")
+    } else {
+        format!("{r:.0}×")
+    }
 }
 
 fn rate(part: usize, whole: usize) -> String {

@@ -22,7 +22,7 @@
 
 /// The allocator the `toolgate` binary ships with (see Cargo.toml).
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};

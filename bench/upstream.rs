@@ -61,7 +61,7 @@ use toolgate::upstream::{PinStore, ServerState, UpstreamOptions, Upstreams};
 /// The allocator the `toolgate` binary ships with (see Cargo.toml), for
 /// both sides alike.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 const SERVE: &str = "TOOLGATE_BENCH_SERVE";
 

@@ -572,7 +572,7 @@ fn outcome(result: &Result<ToolResult, CallError>) -> Outcome {
         Err(CallError::Cancelled { reason }) => Outcome::Cancelled { reason: *reason },
         Err(e) => Outcome::Err {
             kind: e.kind(),
-            message: crate::events::event_text(&e.to_string()).into_owned(),
+            message: crate::events::display_text(e, crate::events::MAX_EVENT_TEXT),
             counts_as_failure: e.counts_as_failure(),
         },
     }

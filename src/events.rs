@@ -367,6 +367,42 @@ pub fn cut_text(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
     format!("{}…", &text[..end]).into()
 }
 
+/// `value` as text, cut as [`cut_text`] cuts it, without ever writing out
+/// more than `max` bytes (and a character): an error that quotes an 8 MiB
+/// argument costs a few KiB here, not another 8 MiB copy of it.
+pub fn display_text(value: &(impl std::fmt::Display + ?Sized), max: usize) -> String {
+    use std::fmt::Write;
+    let mut out = Bounded {
+        text: String::new(),
+        // Past the limit by a whole character (a cut on a character
+        // boundary loses at most three bytes): a cut text stays longer
+        // than `max`, so `cut_text` tells it from one that fit.
+        room: max + 4,
+    };
+    let _ = write!(out, "{value}");
+    cut_text(&out.text, max).into_owned()
+}
+
+/// Keeps the first `room` bytes written to it (whole characters), then
+/// stops the formatting with an error.
+struct Bounded {
+    text: String,
+    room: usize,
+}
+
+impl std::fmt::Write for Bounded {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let left = self.room - self.text.len();
+        if s.len() <= left {
+            self.text.push_str(s);
+            return Ok(());
+        }
+        self.text.push_str(&s[..s.floor_char_boundary(left)]);
+        self.room = self.text.len();
+        Err(std::fmt::Error)
+    }
+}
+
 /// Receives the console's events synchronously, in the emitting thread, as
 /// they are published: the console's sequencer numbers them there, so no
 /// event can be lost between the engine and the live stream however busy
@@ -521,6 +557,30 @@ mod tests {
             cut.len()
         );
         assert_eq!(cut_text("abcdef", 5), "ab…");
+    }
+
+    #[test]
+    fn displayed_text_is_cut_as_the_whole_text_would_be() {
+        struct Parts(&'static str, usize);
+        impl std::fmt::Display for Parts {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                (0..self.1).try_for_each(|_| f.write_str(self.0))
+            }
+        }
+        for (part, n, max) in [
+            ("é", 3000, 1024),
+            ("ab", 10, 20),
+            ("ab", 10, 19),
+            ("😀x", 700, 999),
+        ] {
+            let whole = Parts(part, n).to_string();
+            assert_eq!(
+                display_text(&Parts(part, n), max),
+                cut_text(&whole, max),
+                "{part} x {n} at {max}"
+            );
+        }
+        assert_eq!(display_text("short", 1024), "short");
     }
 
     fn trace() -> Event {

@@ -230,3 +230,53 @@ async fn deep_nesting_and_huge_json_are_refused_without_growth() {
         replies[2]
     );
 }
+
+// Before: a path guard walked an 8 MiB path a step per component (24
+// bytes for every 3-byte `../`) and each refusal and audit row copied the
+// whole path again, outside the frame budget. Now a path longer than any
+// the system opens is refused before it is walked, and refusals quote a
+// few KiB of it: ten such calls cost what ten frames that do nothing cost
+// (the test above).
+#[tokio::test]
+async fn calls_with_huge_paths_are_refused_within_the_frame_bound() {
+    let d = Serve::start().await;
+    warm_up(&d, 10).await;
+    let (_, before) = d.memory();
+    let frames = (0..10)
+        .map(|i| {
+            // Half climb, half are characters JSON escapes six bytes long.
+            let path = if i % 2 == 0 {
+                "../".repeat(8 * MIB as usize / 3)
+            } else {
+                "\u{1f}\"\0\\".repeat(MIB as usize / 2)
+            };
+            json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                   "params": {"name": "fs_read", "arguments": {"path": path}}})
+            .to_string()
+            .into_bytes()
+        })
+        .collect();
+    let (_, replies) = all_at_once(&d, frames).await;
+    let (_, peak) = d.memory();
+    eprintln!(
+        "huge paths: peak {} MiB before, {} MiB after",
+        before / MIB,
+        peak / MIB
+    );
+    for r in &replies {
+        let text = r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        assert_eq!(r["result"]["isError"], true, "{:.300}", r.to_string());
+        assert!(
+            text.contains("a path can have at most") || text.contains("contains a NUL byte"),
+            "{text:.300}"
+        );
+        assert!(text.len() <= 16 * 1024, "{} bytes", text.len());
+    }
+    assert!(
+        peak <= before + 112 * MIB,
+        "peak grew by {} MiB for ten calls with 8 MiB paths",
+        (peak - before) / MIB
+    );
+}

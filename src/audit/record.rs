@@ -12,6 +12,7 @@ use crate::context::Session;
 use crate::engine::CallReply;
 use crate::error::ErrorKind;
 use crate::events::StageName;
+use crate::mcp::convert::MAX_ERROR_TEXT;
 use crate::schema::redact_secrets;
 use crate::tool::JsonObject;
 
@@ -127,7 +128,8 @@ impl CallRecord {
                 b.raw(",\"output_size\":0,\"error_kind\":");
                 b.json(e.kind().as_str());
                 b.raw(",\"error_message\":");
-                b.json(&e.to_string());
+                // As the agent saw it: cut where its reply was.
+                b.json(&crate::events::display_text(e, MAX_ERROR_TEXT));
             }
         }
         b.raw(",\"stages\":");
@@ -196,6 +198,79 @@ fn json_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error>
         serde_json::from_str(text).map_err(serde::de::Error::custom)
     } else {
         Ok(text.to_owned())
+    }
+}
+
+/// A journaled row as the writer inserts it: borrowed from the journal
+/// line wherever the JSON allows (the JSON columns always, as journal
+/// bodies embed them), so moving a row with an 8 MiB argument into SQLite
+/// reads it once rather than copying it twice more.
+#[derive(Debug, serde::Deserialize)]
+pub(crate) struct RecordRef<'a> {
+    pub ts_ms: i64,
+    pub call_id: i64,
+    #[serde(borrow)]
+    pub session: Cow<'a, str>,
+    #[serde(borrow, deserialize_with = "json_text_ref")]
+    pub caller: Cow<'a, str>,
+    #[serde(borrow)]
+    pub tool: Cow<'a, str>,
+    #[serde(borrow, deserialize_with = "json_text_ref")]
+    pub args: Cow<'a, str>,
+    #[serde(borrow)]
+    pub args_hash: Cow<'a, str>,
+    #[serde(borrow)]
+    pub decision: Cow<'a, str>,
+    #[serde(borrow)]
+    pub outcome: Cow<'a, str>,
+    #[serde(borrow, default)]
+    pub error_kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub error_message: Option<Cow<'a, str>>,
+    #[serde(borrow, deserialize_with = "json_text_ref")]
+    pub stages: Cow<'a, str>,
+    #[serde(borrow, deserialize_with = "json_text_ref")]
+    pub notes: Cow<'a, str>,
+    pub output_size: i64,
+    #[serde(borrow, default)]
+    pub output_digest: Option<Cow<'a, str>>,
+    pub elapsed_us: i64,
+}
+
+impl<'a> From<&'a CallRecord> for RecordRef<'a> {
+    fn from(r: &'a CallRecord) -> Self {
+        let b = |s: &'a String| Cow::Borrowed(s.as_str());
+        Self {
+            ts_ms: r.ts_ms,
+            call_id: r.call_id,
+            session: b(&r.session),
+            caller: b(&r.caller),
+            tool: b(&r.tool),
+            args: b(&r.args),
+            args_hash: b(&r.args_hash),
+            decision: Cow::Borrowed(&r.decision),
+            outcome: Cow::Borrowed(&r.outcome),
+            error_kind: r.error_kind.as_ref().map(b),
+            error_message: r.error_message.as_ref().map(b),
+            stages: b(&r.stages),
+            notes: b(&r.notes),
+            output_size: r.output_size,
+            output_digest: r.output_digest.as_ref().map(b),
+            elapsed_us: r.elapsed_us,
+        }
+    }
+}
+
+/// [`json_text`], borrowing the text when the column is embedded JSON.
+fn json_text_ref<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Cow<'de, str>, D::Error> {
+    let raw = <&serde_json::value::RawValue as serde::Deserialize>::deserialize(d)?;
+    let text = raw.get();
+    if text.starts_with('"') {
+        serde_json::from_str(text)
+            .map(Cow::Owned)
+            .map_err(serde::de::Error::custom)
+    } else {
+        Ok(Cow::Borrowed(text))
     }
 }
 
@@ -421,6 +496,39 @@ mod tests {
                 .is_some_and(|m| m.contains("the client disconnected")),
             "{:?}",
             rec.error_message
+        );
+    }
+
+    // Before: the row kept the whole message, which quotes what was
+    // refused (an 8 MiB path made an 8 MiB message, escaped once more).
+    #[test]
+    fn a_long_error_is_journaled_as_the_agent_saw_it() {
+        let e = crate::error::CallError::PolicyDenied {
+            reason: "no ".repeat(1 << 20),
+        };
+        let seen = crate::mcp::convert::call_result(7, &Err(e.clone()));
+        let rec = body_of(&reply(Err(e)), &json!({}), None);
+        let message = rec.error_message.unwrap_or_default();
+        assert!(message.len() <= MAX_ERROR_TEXT, "{}", message.len());
+        assert_eq!(seen["content"][0]["text"], message.as_str());
+    }
+
+    // The writer inserts rows borrowed from the journal line: the JSON
+    // columns are not copied out of it.
+    #[test]
+    fn a_journal_line_is_read_back_without_copying_its_arguments() {
+        let args = json!({"path": "a".repeat(1 << 16), "q": "\"quoted\""});
+        let r = reply(Ok(crate::tool::ToolResult::default()));
+        let session = Session::new("s-1", crate::context::Caller::via("test"));
+        let body = CallRecord::journal_body(&key(), 1_700, &session, "fs_read", &args, None, &r);
+        let row: RecordRef<'_> = serde_json::from_slice(&body).unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(row.args, Cow::Borrowed(_)));
+        assert_eq!(row.args, canonical_json(&args));
+        let owned: CallRecord = serde_json::from_slice(&body).unwrap_or_else(|e| panic!("{e}"));
+        let again = RecordRef::from(&owned);
+        assert_eq!(
+            (again.args, again.caller, again.stages, again.error_message),
+            (row.args, row.caller, row.stages, row.error_message)
         );
     }
 

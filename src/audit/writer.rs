@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use super::record::CallRecord;
+use super::record::{CallRecord, RecordRef};
 use super::spool::{self, Opened, Spool};
 use super::store::AuditError;
 
@@ -278,7 +278,7 @@ fn open(path: &Path) -> rusqlite::Result<rusqlite::Connection> {
 fn recover(conn: &mut rusqlite::Connection, left: &[(i64, CallRecord)]) -> rusqlite::Result<i64> {
     commit(conn, |c| {
         for (id, rec) in left {
-            insert_call(c, insert_call_sql!("INSERT OR IGNORE"), *id, rec)?;
+            insert_call(c, insert_call_sql!("INSERT OR IGNORE"), *id, &rec.into())?;
         }
         Ok(())
     })?;
@@ -359,6 +359,11 @@ fn round(
     let end = spool.end();
     let worked = end > journal.offset || !inbox.events.is_empty();
     let ingested = ingest(conn, spool, journal, end, &inbox.events);
+    // A row longer than a chunk was read whole; its buffer is not kept
+    // for the small rows that follow.
+    if journal.buf.capacity() > CHUNK {
+        journal.buf = Vec::new();
+    }
     let committed = ingested.is_ok();
     match ingested {
         Ok(()) => {
@@ -457,7 +462,7 @@ fn insert_call(
     conn: &rusqlite::Connection,
     sql: &str,
     id: i64,
-    r: &CallRecord,
+    r: &RecordRef<'_>,
 ) -> rusqlite::Result<()> {
     conn.prepare_cached(sql)?.execute(rusqlite::params![
         id,
@@ -485,7 +490,7 @@ fn insert_call(
 /// path.
 fn write_rows(conn: &rusqlite::Connection, rows: &[u8]) -> rusqlite::Result<()> {
     for line in rows.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-        match serde_json::from_slice::<(i64, CallRecord)>(line) {
+        match serde_json::from_slice::<(i64, RecordRef<'_>)>(line) {
             Ok((id, r)) => insert_call(conn, insert_call_sql!("INSERT"), id, &r)?,
             // Lines are written by this program, so this is a bug; the row
             // is skipped rather than stop every row after it.

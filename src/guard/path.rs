@@ -34,6 +34,11 @@ use cap_std::fs::Dir;
 
 use crate::error::{CallError, Fault};
 
+/// Longest path the kernel opens (Linux's `PATH_MAX`, less its NUL). A
+/// longer one is refused before it is walked: walking it would copy it
+/// (an 8 MiB argument made 8 MiB of steps) only to fail at the open.
+pub const MAX_PATH: usize = 4095;
+
 /// Same bound as Linux's `MAXSYMLINKS`: a longer chain is almost certainly a
 /// loop, and following it further only burns time.
 const MAX_SYMLINK_HOPS: u32 = 40;
@@ -62,6 +67,14 @@ pub enum PathError {
     NoRoots {
         /// The requested path.
         path: String,
+    },
+    /// The path is longer than any the system opens.
+    #[error("path `{path}` is {len} bytes long; a path can have at most {MAX_PATH}")]
+    TooLong {
+        /// The requested path, cut to [`MAX_PATH`].
+        path: String,
+        /// Its length in bytes.
+        len: usize,
     },
     /// The path contains a NUL byte (which would truncate it at the OS level).
     #[error("path {path:?} contains a NUL byte")]
@@ -156,6 +169,12 @@ fn shown(path: &str) -> String {
     } else {
         format!("path `{path}` refused: ")
     }
+}
+
+/// The requested path as an error keeps it: whole unless it is longer than
+/// any path can be, so a refusal never holds a copy of a huge argument.
+fn quoted(path: &str) -> String {
+    crate::events::cut_text(path, MAX_PATH).into_owned()
 }
 
 fn list(roots: &[PathBuf]) -> String {
@@ -263,7 +282,13 @@ impl PathRoots {
     pub fn check(&self, requested: &str) -> Result<Confined, PathError> {
         if requested.contains('\0') {
             return Err(PathError::NulByte {
-                path: requested.to_owned(),
+                path: quoted(requested),
+            });
+        }
+        if requested.len() > MAX_PATH {
+            return Err(PathError::TooLong {
+                path: quoted(requested),
+                len: requested.len(),
             });
         }
         if self.roots.is_empty() {

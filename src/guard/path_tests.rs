@@ -243,3 +243,34 @@ fn refusals_become_guard_denials_and_the_rest_tool_failures() {
         .into_call_error("path");
     assert_eq!(e.kind(), ErrorKind::ToolFailed);
 }
+
+// Before: an 8 MiB path was walked (a step per component, 8 bytes per
+// `../`) and copied whole into its refusal, whose message was longer still.
+#[test]
+fn a_path_longer_than_any_the_system_opens_is_refused_unwalked() {
+    let f = fixture();
+    let long = "../".repeat(1 << 20);
+    let e = f.roots.check(&long).unwrap_err();
+    assert!(
+        matches!(&e, PathError::TooLong { path, len } if *len == 3 << 20 && path.len() <= MAX_PATH),
+        "{:.200}",
+        e.to_string()
+    );
+    assert!(e.is_refusal());
+    let message = e.to_string();
+    assert!(message.len() < MAX_PATH + 100, "{} bytes", message.len());
+    assert!(message.contains("is 3145728 bytes long; a path can have at most 4095"));
+    // So is one with a NUL byte, and its refusal quotes as little.
+    let nul = format!("{long}\0");
+    let e = f.roots.check(&nul).unwrap_err();
+    assert!(matches!(e, PathError::NulByte { .. }));
+    assert!(
+        e.to_string().len() < 2 * MAX_PATH,
+        "{}",
+        e.to_string().len()
+    );
+    // The longest path there can be still resolves.
+    let longest = format!("sub/file.txt{}", "/.".repeat((MAX_PATH - 12) / 2));
+    assert!(longest.len() <= MAX_PATH);
+    assert_eq!(rel(&f, &longest), Path::new("sub/file.txt"));
+}

@@ -161,7 +161,8 @@ fn remedy(local: bool) -> &'static str {
 /// Any [`SsrfError`] except `ResolvesToBlocked` and `InvalidAllowedHost`.
 pub fn check_url(url: &str, cfg: &SsrfConfig) -> Result<Url, SsrfError> {
     let parsed = Url::parse(url.trim()).map_err(|e| SsrfError::Unparseable {
-        url: url.to_owned(),
+        // Cut like a path: a refusal holds no copy of a huge argument.
+        url: crate::events::cut_text(url, super::path::MAX_PATH).into_owned(),
         reason: e.to_string(),
     })?;
     check_parsed(&parsed, cfg)?;

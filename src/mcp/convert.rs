@@ -76,8 +76,7 @@ fn result_with(mut meta: Value, result: &Result<ToolResult, CallError>) -> Value
             out
         }
         Err(e) => {
-            let message = e.to_string();
-            let message = crate::events::cut_text(&message, MAX_ERROR_TEXT);
+            let message = crate::events::display_text(e, MAX_ERROR_TEXT);
             meta["toolgate/error"] = json!({"kind": e.kind(), "message": message});
             json!({
                 "content": [{"type": "text", "text": message}],

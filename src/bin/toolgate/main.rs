@@ -24,9 +24,9 @@ use toolgate::config::Config;
 use toolgate::daemon::ServeOptions;
 use toolgate::discovery::{self, Located};
 
-/// See the note on `mimalloc` in Cargo.toml.
+/// See the note on `tikv-jemallocator` in Cargo.toml, and `allocator`.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// Governs the tool calls of AI agents.
 #[derive(Parser)]
@@ -215,7 +215,7 @@ fn main() -> ExitCode {
     init_tracing();
     let cli = Cli::parse();
     if matches!(cli.command, Command::Serve { .. }) {
-        allocator::purge_promptly();
+        allocator::return_freed_memory();
     }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
