@@ -9,7 +9,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
 use crate::common::daemon::TestDaemon;
-use crate::common::python::{python, python_str};
+use crate::common::python::{python_str, run_client};
 
 const TOOLGATE: &str = env!("CARGO_BIN_EXE_toolgate");
 
@@ -17,22 +17,11 @@ const TOOLGATE: &str = env!("CARGO_BIN_EXE_toolgate");
 async fn the_python_sdk_works_through_the_stdio_bridge() {
     let d = TestDaemon::start("").await;
     std::fs::write(d.root().join("a.txt"), "via python").unwrap();
-    let out = Command::new(python())
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/bridge_client.py"
-        ))
-        .arg(TOOLGATE)
-        .arg(&d.socket)
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "python client failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let seen: Value = run_client(
+        "bridge_client.py",
+        &[TOOLGATE.as_ref(), d.socket.as_os_str()],
+    )
+    .await;
     assert_eq!(seen["server"], "toolgate");
     assert!(
         seen["instructions"]

@@ -621,23 +621,15 @@ async fn the_cli_searches_and_shows_what_a_client_is_listed() {
 async fn the_python_sdk_finds_describes_and_calls_a_deferred_tool() {
     let d = TestDaemon::start(ON_HIDING).await;
     catalog(&d);
-    let out = tokio::process::Command::new(crate::common::python::python())
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/search_client.py"
-        ))
-        .arg(env!("CARGO_BIN_EXE_toolgate"))
-        .arg(&d.socket)
-        .arg("open a bug report")
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "python client failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let seen = crate::common::python::run_client(
+        "search_client.py",
+        &[
+            env!("CARGO_BIN_EXE_toolgate").as_ref(),
+            d.socket.as_os_str(),
+            "open a bug report".as_ref(),
+        ],
+    )
+    .await;
     let listed: Vec<&str> = seen["listed"]
         .as_array()
         .unwrap()

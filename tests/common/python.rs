@@ -48,3 +48,24 @@ fn imports_mcp(python: &Path) -> bool {
         .status()
         .is_ok_and(|s| s.success())
 }
+
+/// Runs the fixture client `tests/fixtures/<script>` with `args` under
+/// [`python`] and returns the one JSON object it prints; fails the test,
+/// with the client's stderr, when it does not succeed.
+pub(crate) async fn run_client(script: &str, args: &[&std::ffi::OsStr]) -> serde_json::Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(script);
+    let out = tokio::process::Command::new(python())
+        .arg(path)
+        .args(args)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "python client {script} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
