@@ -604,6 +604,19 @@ async fn the_cli_searches_and_shows_what_a_client_is_listed() {
         "{out}"
     );
     assert!(!out.contains("secret__"), "{out}");
+    let out = run(&["tools", "--search", "open a bug report", "--json"]).await;
+    let ranked: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(ranked[0]["name"], "github__create_issue", "{out}");
+    let out = run(&["tools", "--as", "some-agent", "--json"]).await;
+    let plan: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(plan["client"]["deferring"], true, "{out}");
+    assert!(
+        plan["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "tool_search")
+    );
     let out = run(&["tools", "--as", "some-agent"]).await;
     assert!(
         out.starts_with("Deferral is on: 3 tools are behind tool_search"),

@@ -50,7 +50,14 @@ pub(crate) async fn tools(cli: &Cli, ask: ToolsAsk<'_>, json: bool) -> anyhow::R
     };
     let mut out = std::io::stdout().lock();
     if json {
-        serde_json::to_writer_pretty(&mut out, &answer)?;
+        // The list alone, as before `--as` existed; with `--as`, the
+        // client's plan beside it.
+        let shown = if answer.get("client").is_some() {
+            &answer
+        } else {
+            &answer["tools"]
+        };
+        serde_json::to_writer_pretty(&mut out, shown)?;
         writeln!(out)?;
         return Ok(ExitCode::SUCCESS);
     }
