@@ -77,13 +77,21 @@ export async function consolePage(browser, tg, { colorScheme = 'light', url, vie
  * @param {string} heading the view's h1
  */
 export async function gotoView(page, hash, heading) {
-  await page.evaluate((h) => {
-    location.hash = h;
-  }, hash);
-  try {
-    await page.getByRole('heading', { level: 1, name: heading }).waitFor({ timeout: 20_000 });
-  } catch (e) {
-    const shows = (await page.locator('body').innerText().catch(() => '?')).replace(/\s+/g, ' ').slice(0, 400);
-    throw new Error(`the ${heading} view did not come up within 20 s at ${page.url()}; the page shows: ${shows}`, { cause: e });
+  const deadline = Date.now() + 20_000;
+  const h1 = page.getByRole('heading', { level: 1, name: heading });
+  for (;;) {
+    // Asked again while the view is not there: a console still starting
+    // may land on its first view after this navigation was made.
+    await page.evaluate((h) => {
+      if (location.hash !== h) location.hash = h;
+    }, hash);
+    try {
+      await h1.waitFor({ timeout: Math.max(1, Math.min(2_000, deadline - Date.now())) });
+      return;
+    } catch (e) {
+      if (Date.now() < deadline) continue;
+      const shows = (await page.locator('body').innerText().catch(() => '?')).replace(/\s+/g, ' ').slice(0, 400);
+      throw new Error(`the ${heading} view did not come up within 20 s at ${page.url()}; the page shows: ${shows}`, { cause: e });
+    }
   }
 }
