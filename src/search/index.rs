@@ -185,11 +185,7 @@ impl ToolIndex {
     /// The stems the index holds for tool `name`, joined by spaces: what
     /// a bench feeds other scorers to compare them on the same text.
     pub fn document_text(&self, name: &str) -> Option<String> {
-        self.lock()
-            .docs
-            .iter()
-            .find(|(n, _)| n.as_str() == name)
-            .map(|(_, d)| d.stems.clone())
+        self.lock().docs.get(name).map(|d| d.stems.clone())
     }
 
     /// The stems a search for `query` looks for, weighted by repetition
