@@ -307,8 +307,16 @@ pub struct CallRow {
     pub caller: String,
     /// Tool name.
     pub tool: String,
-    /// Redacted canonical arguments.
+    /// Redacted canonical arguments; empty when the read left them out
+    /// (see `args_left_out`).
     pub args: String,
+    /// Set by reads of many rows when the arguments are longer than they
+    /// load per row (see `crate::control::audit_query`): their length in
+    /// bytes, and `args` is empty. Such a row's arguments are read on
+    /// their own, one row at a time.
+    #[sqlx(default)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub args_left_out: Option<i64>,
     /// Argument hash.
     pub args_hash: String,
     /// `allowed` / `refused`.
@@ -342,6 +350,7 @@ impl CallRow {
             caller: r.caller,
             tool: r.tool,
             args: r.args,
+            args_left_out: None,
             args_hash: r.args_hash,
             decision: r.decision.into_owned(),
             outcome: r.outcome.into_owned(),

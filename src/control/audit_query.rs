@@ -37,7 +37,7 @@ use serde_json::Value;
 use sqlx::{QueryBuilder, Sqlite};
 
 use super::calls::summary_of;
-use super::types::{AuditPage, AuditQuery, ExportFormat};
+use super::types::{AuditPage, AuditQuery, CallSummary, ExportFormat};
 use super::{Control, ControlError};
 use crate::audit::CallRow;
 use crate::error::ErrorKind;
@@ -48,8 +48,23 @@ pub const MAX_LIMIT: u32 = 500;
 /// Page size when none is given.
 pub const DEFAULT_LIMIT: u32 = 100;
 
-/// Rows per export chunk.
+/// Rows per export read.
 const EXPORT_PAGE: u32 = 1_000;
+
+/// An export chunk is sent once it holds this many bytes.
+const EXPORT_CHUNK: usize = 1 << 20;
+
+/// The columns of a read of many rows: `calls`' own, in its order, with
+/// the arguments loaded only up to 16 KiB; longer ones are read on their
+/// own, one row at a time (see [`CallRow::args_left_out`]). An agent can
+/// store up to the largest frame in every row, and a page of 500 such
+/// rows read at once was half a gigabyte. `octet_length` reads a text's
+/// size without loading it.
+const LIST_COLUMNS: &str = "id, ts_ms, call_id, session, caller, tool, \
+     CASE WHEN octet_length(args) <= 16384 THEN args ELSE '' END AS args, \
+     CASE WHEN octet_length(args) > 16384 THEN octet_length(args) END AS args_left_out, \
+     args_hash, decision, outcome, error_kind, error_message, stages, notes, \
+     output_size, output_digest, elapsed_us";
 
 /// A validated query.
 #[derive(Debug, Clone)]
@@ -103,9 +118,10 @@ impl Filter {
         })
     }
 
-    /// `SELECT * FROM calls WHERE …` with every value bound, newest first.
+    /// `SELECT … FROM calls WHERE …` with every value bound, newest first
+    /// (long arguments left out: [`LIST_COLUMNS`]).
     fn select(&self, before: Option<i64>, limit: u32) -> QueryBuilder<Sqlite> {
-        let mut b = QueryBuilder::new("SELECT * FROM calls WHERE 1 = 1");
+        let mut b = QueryBuilder::new(format!("SELECT {LIST_COLUMNS} FROM calls WHERE 1 = 1"));
         if let Some((tool, glob)) = &self.tool {
             // An exact name walks the `calls_tool` index in row-id order;
             // a glob would range-scan it and sort every match, so `+`
@@ -212,13 +228,14 @@ impl Control {
         audit.flush().await;
         let (rows, next_before) = fetch(audit.pool(), &filter, before, limit).await?;
         Ok(AuditPage {
-            rows: rows.iter().map(summary_of).collect(),
+            rows: summarize(audit.pool(), rows).await?,
             next_before,
         })
     }
 
     /// The rows of [`Self::audit_page`] as stored (for callers that need
-    /// the caller's JSON).
+    /// the caller's JSON), long arguments left out
+    /// ([`CallRow::args_left_out`]).
     pub(crate) async fn audit_rows(&self, q: &AuditQuery) -> Result<Vec<CallRow>, ControlError> {
         let filter = Filter::parse(q)?;
         let audit = self.audit()?;
@@ -252,8 +269,9 @@ impl Control {
             filter,
             before,
             format,
+            pending: std::collections::VecDeque::new(),
             first: true,
-            done: false,
+            read_all: false,
         };
         Ok(futures::stream::try_unfold(start, Export::next))
     }
@@ -265,25 +283,64 @@ struct Export {
     filter: Filter,
     before: Option<i64>,
     format: ExportFormat,
+    /// Rows read and not yet encoded.
+    pending: std::collections::VecDeque<CallRow>,
     first: bool,
-    done: bool,
+    /// No rows below `before` are left to read.
+    read_all: bool,
 }
 
 impl Export {
+    /// The next chunk: rows encoded until it holds [`EXPORT_CHUNK`] bytes,
+    /// each row's left-out arguments read just before it is encoded.
     async fn next(mut self) -> Result<Option<(Vec<u8>, Self)>, ControlError> {
-        if self.done {
-            return Ok(None);
+        let mut chunk = Vec::new();
+        if self.first {
+            header(&mut chunk, self.format)?;
+            self.first = false;
         }
-        let (rows, next) = fetch(&self.pool, &self.filter, self.before, EXPORT_PAGE).await?;
-        self.done = next.is_none();
-        self.before = next;
-        let chunk = encode(&rows, self.format, self.first)?;
-        self.first = false;
-        if chunk.is_empty() {
-            return Ok(None);
+        while chunk.len() < EXPORT_CHUNK {
+            if self.pending.is_empty() && !self.read_all {
+                let (rows, next) =
+                    fetch(&self.pool, &self.filter, self.before, EXPORT_PAGE).await?;
+                self.read_all = next.is_none();
+                self.before = next;
+                self.pending = rows.into();
+            }
+            let Some(mut row) = self.pending.pop_front() else {
+                break;
+            };
+            load_args(&self.pool, &mut row).await?;
+            encode(&mut chunk, &row, self.format)?;
         }
-        Ok(Some((chunk, self)))
+        Ok((!chunk.is_empty()).then_some((chunk, self)))
     }
+}
+
+/// The list entries of `rows` from a read of many rows: the arguments
+/// left out are read one row at a time, for the preview, and let go.
+pub(crate) async fn summarize(
+    pool: &sqlx::SqlitePool,
+    rows: impl IntoIterator<Item = CallRow>,
+) -> Result<Vec<CallSummary>, ControlError> {
+    let mut out = Vec::new();
+    for mut row in rows {
+        load_args(pool, &mut row).await?;
+        out.push(summary_of(&row));
+    }
+    Ok(out)
+}
+
+/// Reads the arguments a read of many rows left out of `row`.
+async fn load_args(pool: &sqlx::SqlitePool, row: &mut CallRow) -> Result<(), ControlError> {
+    if row.args_left_out.take().is_some() {
+        let (args,): (String,) = sqlx::query_as("SELECT args FROM calls WHERE id = ?")
+            .bind(row.id)
+            .fetch_one(pool)
+            .await?;
+        row.args = args;
+    }
+    Ok(())
 }
 
 /// `limit` rows below `before` and the id to continue below, if more.
@@ -315,7 +372,8 @@ struct JsonRow<'a> {
     session: &'a str,
     caller: Value,
     tool: &'a str,
-    args: Value,
+    /// The stored text as it is: parsing it would build every value.
+    args: JsonText<'a>,
     args_hash: &'a str,
     decision: &'a str,
     outcome: &'a str,
@@ -338,7 +396,7 @@ impl<'a> JsonRow<'a> {
             session: &r.session,
             caller: json(&r.caller),
             tool: &r.tool,
-            args: json(&r.args),
+            args: JsonText::of(&r.args),
             args_hash: &r.args_hash,
             decision: &r.decision,
             outcome: &r.outcome,
@@ -349,6 +407,29 @@ impl<'a> JsonRow<'a> {
             output_size: r.output_size,
             output_digest: r.output_digest.as_deref(),
             elapsed_us: r.elapsed_us,
+        }
+    }
+}
+
+/// Stored JSON text, written into an export as JSON without being parsed
+/// into values (only checked); text that is not JSON is written as a
+/// string.
+enum JsonText<'a> {
+    Json(&'a serde_json::value::RawValue),
+    Text(&'a str),
+}
+
+impl<'a> JsonText<'a> {
+    fn of(text: &'a str) -> Self {
+        serde_json::from_str(text).map_or(Self::Text(text), Self::Json)
+    }
+}
+
+impl Serialize for JsonText<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Json(raw) => raw.serialize(s),
+            Self::Text(text) => text.serialize(s),
         }
     }
 }
@@ -374,28 +455,31 @@ const CSV_HEADER: [&str; 17] = [
     "elapsed_us",
 ];
 
-fn encode(rows: &[CallRow], format: ExportFormat, first: bool) -> Result<Vec<u8>, ControlError> {
-    let mut out = Vec::with_capacity(rows.len() * 512);
+/// The CSV header row; JSON lines have none.
+fn header(out: &mut Vec<u8>, format: ExportFormat) -> Result<(), ControlError> {
+    if format == ExportFormat::Csv {
+        let mut w = csv::Writer::from_writer(out);
+        w.write_record(CSV_HEADER).map_err(ControlError::internal)?;
+        w.flush().map_err(ControlError::internal)?;
+    }
+    Ok(())
+}
+
+/// Appends one row to `out`.
+fn encode(out: &mut Vec<u8>, row: &CallRow, format: ExportFormat) -> Result<(), ControlError> {
     match format {
         ExportFormat::Jsonl => {
-            for r in rows {
-                serde_json::to_writer(&mut out, &JsonRow::of(r)).map_err(ControlError::internal)?;
-                out.push(b'\n');
-            }
+            serde_json::to_writer(&mut *out, &JsonRow::of(row)).map_err(ControlError::internal)?;
+            out.push(b'\n');
         }
         ExportFormat::Csv => {
-            let mut w = csv::Writer::from_writer(&mut out);
-            if first {
-                w.write_record(CSV_HEADER).map_err(ControlError::internal)?;
-            }
-            for r in rows {
-                w.write_record(csv_record(r))
-                    .map_err(ControlError::internal)?;
-            }
+            let mut w = csv::Writer::from_writer(out);
+            w.write_record(csv_record(row))
+                .map_err(ControlError::internal)?;
             w.flush().map_err(ControlError::internal)?;
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 fn csv_record(r: &CallRow) -> [String; 17] {

@@ -226,8 +226,9 @@ async fn bad_filters_are_refused_with_the_field() {
     assert!(e.to_string().contains("1 to 500"), "{e}");
 }
 
-/// Collects an export, checking it arrives in chunks of at most one page.
-async fn export(c: &Control, format: ExportFormat) -> (Vec<u8>, usize) {
+/// Collects an export, checking each chunk ends at the first row that
+/// takes it past [`EXPORT_CHUNK`] bytes (`longest_row` bounds a row).
+async fn export_bounded(c: &Control, format: ExportFormat, longest_row: usize) -> (Vec<u8>, usize) {
     let stream = c
         .audit_export(&AuditQuery::default(), format)
         .await
@@ -236,19 +237,26 @@ async fn export(c: &Control, format: ExportFormat) -> (Vec<u8>, usize) {
     let (mut all, mut chunks) = (Vec::new(), 0);
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.expect("chunk");
-        let lines = chunk.iter().filter(|b| **b == b'\n').count();
-        assert!(lines <= 1_001, "a chunk holds one page, not {lines} rows");
+        assert!(
+            chunk.len() < EXPORT_CHUNK + longest_row,
+            "a chunk of {} bytes",
+            chunk.len()
+        );
         all.extend(chunk);
         chunks += 1;
     }
     (all, chunks)
 }
 
+async fn export(c: &Control, format: ExportFormat) -> (Vec<u8>, usize) {
+    export_bounded(c, format, 1024).await
+}
+
 #[tokio::test]
 async fn ten_thousand_rows_export_as_json_lines_and_csv_page_by_page() {
     let (_d, c) = control_with(10_000).await;
     let (jsonl, chunks) = export(&c, ExportFormat::Jsonl).await;
-    assert_eq!(chunks, 10, "streamed a page at a time");
+    assert!(chunks > 1, "streamed in chunks, not whole");
     let text = String::from_utf8(jsonl).expect("utf-8");
     let rows: Vec<Value> = text
         .lines()
@@ -260,7 +268,7 @@ async fn ten_thousand_rows_export_as_json_lines_and_csv_page_by_page() {
     assert_eq!(rows[9_999]["caller"]["client_name"], "Beta");
 
     let (csv_bytes, chunks) = export(&c, ExportFormat::Csv).await;
-    assert_eq!(chunks, 10);
+    assert!(chunks > 1);
     let mut reader = csv::Reader::from_reader(&csv_bytes[..]);
     let header = reader.headers().expect("header").clone();
     assert_eq!(header.iter().collect::<Vec<_>>(), CSV_HEADER);
@@ -279,6 +287,101 @@ async fn ten_thousand_rows_export_as_json_lines_and_csv_page_by_page() {
         ..AuditQuery::default()
     };
     assert!(c.audit_export(&bad, ExportFormat::Csv).await.is_err());
+}
+
+/// Rows whose arguments are `bytes` long: `{"path":"big/<i>.txt","data":[0,0,…]}`
+/// (the shape that costs most when parsed: one value per two bytes).
+async fn control_with_large_args(rows: i64, bytes: usize) -> (tempfile::TempDir, Control) {
+    let (dir, c) = control_with(0).await;
+    let audit = c.audit().expect("audit").clone();
+    for i in 1..=rows {
+        let zeros = "0,".repeat(bytes / 2);
+        audit
+            .record_call(CallRecord {
+                ts_ms: 1000 * i,
+                call_id: i,
+                session: "s".into(),
+                caller: r#"{"via":"socket"}"#.into(),
+                tool: "fs_write".into(),
+                args: format!(r#"{{"data":[{zeros}0],"path":"big/{i}.txt"}}"#),
+                args_hash: "h".into(),
+                decision: "allowed".into(),
+                outcome: "ok".into(),
+                error_kind: None,
+                error_message: None,
+                stages: "[]".into(),
+                notes: "[]".into(),
+                output_size: 0,
+                output_digest: None,
+                elapsed_us: 5,
+            })
+            .await
+            .expect("record");
+    }
+    (dir, c)
+}
+
+#[tokio::test]
+async fn a_page_loads_long_arguments_one_row_at_a_time_and_still_previews_them() {
+    let (_d, c) = control_with_large_args(30, 200_000).await;
+    let audit = c.audit().expect("audit");
+    audit.flush().await;
+    let filter = Filter::parse(&AuditQuery::default()).expect("filter");
+    let (rows, _) = fetch(audit.pool(), &filter, None, 30).await.expect("rows");
+    assert!(
+        rows.iter()
+            .all(|r| r.args.is_empty() && r.args_left_out.is_some_and(|n| n > 200_000)),
+        "a list read leaves long arguments out"
+    );
+    let page = c.audit_page(&AuditQuery::default()).await.expect("page");
+    assert_eq!(page.rows.len(), 30);
+    assert!(
+        page.rows[0].preview.contains("big/30.txt"),
+        "{}",
+        page.rows[0].preview
+    );
+}
+
+#[tokio::test]
+async fn an_export_writes_long_arguments_whole_in_bounded_chunks() {
+    let (_d, c) = control_with_large_args(12, 600_000).await;
+    let (jsonl, chunks) = export_bounded(&c, ExportFormat::Jsonl, 700_000).await;
+    assert!(chunks >= 6, "about two rows a chunk, not {chunks} chunks");
+    let text = String::from_utf8(jsonl).expect("utf-8");
+    let rows: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON object per line"))
+        .collect();
+    assert_eq!(rows.len(), 12);
+    assert_eq!(rows[0]["args"]["path"], "big/12.txt");
+    assert_eq!(
+        rows[0]["args"]["data"].as_array().map(Vec::len),
+        Some(300_001),
+        "whole"
+    );
+    let (csv_bytes, _) = export_bounded(&c, ExportFormat::Csv, 700_000).await;
+    let mut reader = csv::Reader::from_reader(&csv_bytes[..]);
+    let first = reader.records().next().expect("a row").expect("record");
+    assert!(first[6].ends_with(r#"0],"path":"big/12.txt"}"#));
+}
+
+#[tokio::test]
+async fn a_call_detail_shows_a_bounded_part_of_huge_arguments_and_says_so() {
+    let (_d, c) = control_with_large_args(1, 100_000).await;
+    let d = c.call_row(1).await.expect("detail");
+    let shown = d.args["data"].as_array().map_or(0, Vec::len);
+    assert!(
+        shown <= crate::control::calls::DETAIL_VALUES,
+        "{shown} values"
+    );
+    let why = d.args_shortened.expect("says it is shortened");
+    assert!(why.contains("export has them whole"), "{why}");
+
+    let (_d, c) = control_with_large_args(1, 2_000).await;
+    let d = c.call_row(1).await.expect("detail");
+    assert_eq!(d.args["data"].as_array().map(Vec::len), Some(1_001));
+    assert_eq!(d.args["path"], "big/1.txt");
+    assert_eq!(d.args_shortened, None);
 }
 
 #[test]

@@ -75,8 +75,10 @@ impl Control {
                 Err(m) => (None, Some(m.explain(&outputs.limits()))),
             }
         };
+        let (args, args_shortened) = detail_args(&row.args);
         Ok(CallDetail {
-            args: serde_json::from_str(&row.args).unwrap_or(Value::Null),
+            args,
+            args_shortened,
             verdict,
             rule,
             decided,
@@ -154,6 +156,30 @@ impl Control {
     }
 }
 
+/// Array elements and object members of a call's arguments a list's
+/// preview reads (the preview shows a few; see [`crate::json_sketch`]).
+const PREVIEW_VALUES: usize = 256;
+
+/// Array elements and object members of a call's arguments its detail
+/// shows: far more than a person reads, and a bound on what an agent's
+/// arguments cost the engine when a person opens the call.
+pub const DETAIL_VALUES: usize = 20_000;
+
+/// A call's stored arguments for its detail, and why they are not whole.
+fn detail_args(text: &str) -> (Value, Option<String>) {
+    match crate::json_sketch::sketch(text, DETAIL_VALUES) {
+        Ok(s) if s.cut => (
+            s.value,
+            Some(format!(
+                "Shortened: the arguments hold more than {DETAIL_VALUES} values; \
+                 the audit export has them whole."
+            )),
+        ),
+        Ok(s) => (s.value, None),
+        Err(_) => (Value::Null, None),
+    }
+}
+
 /// The policy's verdict and deciding rule, from the policy stage's notes:
 /// `allow (low risk) by preset:default: …`, `deny: always-deny rule #3
 /// (…)`, `allow: always-allow rule #3 (…) covers this call, …`.
@@ -194,8 +220,8 @@ pub(crate) fn summary_of(row: &CallRow) -> CallSummary {
         call_id: row.call_id,
         ts_ms: row.ts_ms,
         tool: row.tool.clone(),
-        preview: serde_json::from_str(&row.args)
-            .map(|args| crate::preview::preview(None, &args))
+        preview: crate::json_sketch::sketch(&row.args, PREVIEW_VALUES)
+            .map(|args| crate::preview::preview(None, &args.value))
             .unwrap_or_default(),
         caller: caller_of(&row.caller).map_or_else(|| row.caller.clone(), |c| c.short()),
         session: row.session.clone(),

@@ -104,12 +104,8 @@ impl Control {
         let same = |row: &&crate::audit::CallRow| {
             super::calls::caller_of(&row.caller).is_some_and(|c| c.key() == key)
         };
-        Ok(rows
-            .iter()
-            .filter(same)
-            .take(10)
-            .map(super::calls::summary_of)
-            .collect())
+        let pool = self.audit()?.pool();
+        super::audit_query::summarize(pool, rows.into_iter().filter(|r| same(&r)).take(10)).await
     }
 
     /// Approves request `id`, optionally remembering it for a scope.

@@ -352,6 +352,9 @@ pub struct CallDetail {
     pub summary: CallSummary,
     /// The arguments as the pipeline ended with them, secrets redacted.
     pub args: Value,
+    /// Why `args` is not all of them (a bound on what one call's detail
+    /// reads; see `json_sketch`).
+    pub args_shortened: Option<String>,
     /// The policy's verdict (`allow`, `ask`, `deny`), if it got that far.
     pub verdict: Option<String>,
     /// The rule that decided (`preset:default`, `policy.rules[0]`,

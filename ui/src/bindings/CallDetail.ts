@@ -17,6 +17,11 @@ summary: CallSummary,
  */
 args: JsonValue, 
 /**
+ * Why `args` is not all of them (a bound on what one call's detail
+ * reads; see `json_sketch`).
+ */
+args_shortened: string | null, 
+/**
  * The policy's verdict (`allow`, `ask`, `deny`), if it got that far.
  */
 verdict: string | null, 

@@ -597,6 +597,7 @@ export function callDetail(c: CallSummary): CallDetail {
         : c.tool === 'shell_exec'
           ? { command: 'cargo test --lib breaker', cwd: '~/proj/toolgate' }
           : { query: 'breaker half_open', repo: 'toolgate/toolgate', api_key: '[redacted]' },
+    args_shortened: null,
     verdict: c.error_kind === 'policy_denied' ? 'deny' : c.error_kind === 'denied' ? 'ask' : c.error_kind === 'invalid_args' ? null : 'allow',
     rule: c.tool === 'shell_exec' ? 'default:shell-simple' : 'preset:default',
     decided:
