@@ -51,6 +51,8 @@ export class RegistryStore {
         denied_by: null,
         annotations: {},
         deferred_for: [],
+        // The tools slice this registration announces brings the engine's answer.
+        core: null,
       });
     }
     this.quarantined = this.quarantined.filter((q) => q.name !== name);
