@@ -289,7 +289,9 @@ mod tests {
             ]
         );
         assert!(
-            plan.words().contains("3 core tools are listed"),
+            plan.words().ends_with(
+                "; 3 core tools (1 pinned by a person) are listed with the bridge tools."
+            ),
             "{}",
             plan.words()
         );

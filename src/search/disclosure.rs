@@ -231,6 +231,8 @@ pub struct Plan {
     pub threshold: u32,
     /// Visible tools never deferred.
     pub core: Vec<ToolDef>,
+    /// How many of them are core only because a person pinned them.
+    pub pinned: usize,
     /// Visible tools that may be deferred.
     pub deferrable: Vec<ToolDef>,
     /// Estimated tokens of the deferrable tools' schemas.
@@ -250,9 +252,12 @@ impl Plan {
         visible: Vec<ToolDef>,
     ) -> Self {
         let (mode, window) = config.for_client(client, chosen);
-        let (core, deferrable): (Vec<_>, Vec<_>) = visible
-            .into_iter()
-            .partition(|t| super::core_tools::reason(config, pins, t).is_some());
+        let mut pinned = 0;
+        let (core, deferrable): (Vec<_>, Vec<_>) = visible.into_iter().partition(|t| {
+            let reason = super::core_tools::reason(config, pins, t);
+            pinned += usize::from(reason == Some(super::core_tools::CoreReason::Pinned));
+            reason.is_some()
+        });
         let deferrable_tokens = deferrable.iter().map(super::tokens::estimate).sum();
         let threshold = threshold(window, config.threshold_pct);
         let deferring = !deferrable.is_empty()
@@ -266,6 +271,7 @@ impl Plan {
             window,
             threshold,
             core,
+            pinned,
             deferrable,
             deferrable_tokens,
             deferring,
@@ -304,8 +310,13 @@ impl Plan {
             thousands(self.window)
         );
         let limit = share(self.threshold, self.window);
+        let pinned = match self.pinned {
+            0 => String::new(),
+            p if p == n_core => ", pinned by a person,".to_owned(),
+            p => format!(" ({p} pinned by a person)"),
+        };
         let core = format!(
-            "{} {} listed with the bridge tools",
+            "{}{pinned} {} listed with the bridge tools",
             count(n_core, "core tool", "core tools"),
             if n_core == 1 { "is" } else { "are" }
         );
