@@ -26,8 +26,9 @@ use crate::error::ErrorKind;
 /// through the protocol it uses for tools. Here because the CLI's client
 /// and the self-protection guard (which refuses a governed process that
 /// names one) speak them too.
-pub const CONTROL_METHODS: [&str; 12] = [
+pub const CONTROL_METHODS: [&str; 13] = [
     "toolgate/tools",
+    "toolgate/tools/core",
     "toolgate/breakers",
     "toolgate/breakers/reset",
     "toolgate/approvals",

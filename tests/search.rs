@@ -670,3 +670,127 @@ async fn the_python_sdk_finds_describes_and_calls_a_deferred_tool() {
     );
     d.stop().await;
 }
+
+/// A person pins a deferred tool as core from the console: a deferring
+/// agent hears `list_changed` and is listed it directly; unpinned, it goes
+/// back behind the bridge. The pin outlives an engine restart on the same
+/// data dir, and the CLI takes it back through the running engine.
+#[tokio::test]
+async fn a_tool_pinned_as_core_is_listed_to_a_deferring_agent_and_survives_a_restart() {
+    const TOOL: &str = "github__create_issue";
+    let d = TestDaemon::start(ON_HIDING).await;
+    catalog(&d);
+    let mut agent = client(&d, "claude-code").await;
+    let before = listed(&mut agent).await;
+    assert!(!before.iter().any(|n| n == TOOL), "{before:?}");
+    assert!(before.iter().any(|n| n == "tool_search"));
+
+    let c = crate::common::console_client();
+    let cookie = crate::common::session_cookie(&d.console.login_url()).await;
+    let origin = d.origin();
+    let put = |tool: &str, body: Value| {
+        c.put(format!("{origin}/api/tools/{tool}/core"))
+            .header("cookie", &cookie)
+            .header("origin", &origin)
+            .json(&body)
+            .send()
+    };
+    let r = put(TOOL, json!({"pinned": true})).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let pinned: Value = r.json().await.unwrap();
+    assert_eq!(pinned["changed"], true, "{pinned}");
+    assert_eq!(pinned["summary"]["core"]["reason"]["kind"], "pinned");
+    assert_eq!(pinned["summary"]["core"]["pinned"], true);
+    assert_eq!(pinned["summary"]["deferred_for"], json!([]));
+    let plan = &pinned["clients"][0];
+    assert_eq!(plan["client"], "claude-code");
+    assert!(
+        plan["listed"].as_array().unwrap().contains(&json!(TOOL)),
+        "{plan}"
+    );
+    let note = agent.recv().await.expect("a notification");
+    assert_eq!(note["method"], "notifications/tools/list_changed");
+    let now = listed(&mut agent).await;
+    assert!(now.iter().any(|n| n == TOOL), "listed directly: {now:?}");
+    assert!(
+        now.iter().any(|n| n == "tool_search"),
+        "the rest stay deferred"
+    );
+    let found = answer(
+        &agent
+            .call(2, "tool_search", json!({"query": "issue"}))
+            .await,
+    );
+    assert_eq!(
+        found["searched"], 2,
+        "a core tool is not among the deferred"
+    );
+
+    // Refused with the field named; nothing changes.
+    let bad = put("bad%20name", json!({"pinned": true})).await.unwrap();
+    assert_eq!(bad.status(), 422);
+    let body: Value = bad.json().await.unwrap();
+    assert_eq!(body["error"]["field"], "name", "{body}");
+    let long = put(&"x".repeat(65), json!({"pinned": true})).await.unwrap();
+    assert_eq!(long.status(), 422);
+    let no_field = put(TOOL, json!({})).await.unwrap();
+    assert_eq!(no_field.status(), 422);
+    let cross = c
+        .put(format!("{origin}/api/tools/{TOOL}/core"))
+        .header("cookie", &cookie)
+        .json(&json!({"pinned": false}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cross.status(), 403, "a change needs this console's Origin");
+
+    // Unpinned: back behind the bridge, and told so.
+    let r = put(TOOL, json!({"pinned": false})).await.unwrap();
+    let off: Value = r.json().await.unwrap();
+    assert_eq!(off["summary"]["core"], Value::Null, "{off}");
+    assert_eq!(off["summary"]["deferred_for"], json!(["claude-code"]));
+    let note = agent.recv().await.expect("a notification");
+    assert_eq!(note["method"], "notifications/tools/list_changed");
+    assert!(!listed(&mut agent).await.iter().any(|n| n == TOOL));
+
+    // Pinned again, then the engine restarts on the same data dir.
+    assert_eq!(
+        put(TOOL, json!({"pinned": true})).await.unwrap().status(),
+        200
+    );
+    drop(agent);
+    let dir = d.stop().await;
+    let pins = std::fs::read_to_string(dir.path().join("data/core-pins.json")).unwrap();
+    assert!(pins.contains(TOOL), "{pins}");
+    let d = TestDaemon::start_again(dir, ON_HIDING).await;
+    catalog(&d);
+    let mut agent = client(&d, "claude-code").await;
+    let again = listed(&mut agent).await;
+    assert!(
+        again.iter().any(|n| n == TOOL),
+        "the pin came back: {again:?}"
+    );
+
+    // The CLI takes it back through the running engine.
+    let out = tokio::process::Command::new(crate::common::warden())
+        .arg("--data-dir")
+        .arg(d.data_dir())
+        .args(["tools", "--unpin-core", TOOL])
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.starts_with("github__create_issue is no longer pinned as core."),
+        "{stdout}"
+    );
+    let note = agent.recv().await.expect("a notification");
+    assert_eq!(note["method"], "notifications/tools/list_changed");
+    assert!(!listed(&mut agent).await.iter().any(|n| n == TOOL));
+    d.stop().await;
+}

@@ -105,6 +105,14 @@ pub struct DeferralBody {
     pub mode: Option<crate::search::DeferMode>,
 }
 
+/// `PUT /api/tools/{name}/core`'s body.
+#[derive(Debug, Clone, serde::Deserialize, ts_rs::TS)]
+#[serde(deny_unknown_fields)]
+pub struct CorePinBody {
+    /// `true` pins the tool as core (never deferred); `false` unpins it.
+    pub pinned: bool,
+}
+
 /// A file to download.
 pub struct Export {
     /// `application/x-ndjson`, `text/csv`.
@@ -274,6 +282,16 @@ pub trait ConsoleApi: Clone + Send + Sync + 'static {
         body: DeferralBody,
     ) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
         unwired::<()>("choosing deferral")
+    }
+
+    /// `PUT /api/tools/{name}/core`: a person pins a tool as core, never
+    /// deferred for any client, or unpins it.
+    fn pin_core(
+        &self,
+        tool: String,
+        body: CorePinBody,
+    ) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
+        unwired::<()>("pinning tools as core")
     }
 
     /// `POST /api/policy/test` (changes nothing).

@@ -49,6 +49,8 @@ pub fn export_bindings(dir: &std::path::Path) -> Result<(), ts_rs::ExportError> 
     ToolDetail::export_all(&cfg)?;
     crate::control::types::ToolMatch::export_all(&cfg)?;
     super::api::DeferralBody::export_all(&cfg)?;
+    super::api::CorePinBody::export_all(&cfg)?;
+    crate::control::types::CorePinned::export_all(&cfg)?;
     super::ApiError::export_all(&cfg)?;
     super::error::Body::export_all(&cfg)?;
     super::api::ScopeBody::export_all(&cfg)?;

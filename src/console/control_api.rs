@@ -7,8 +7,8 @@ use futures::StreamExt;
 use serde::Serialize;
 
 use super::api::{
-    Actor, ApiResult, ConsoleApi, DeferralBody, EventFeed, Export, FeedItem, PolicyTestBody,
-    ScopeBody,
+    Actor, ApiResult, ConsoleApi, CorePinBody, DeferralBody, EventFeed, Export, FeedItem,
+    PolicyTestBody, ScopeBody,
 };
 use super::error::ApiError;
 use crate::control::types::{ApproveInput, AuditQuery, DenyInput, ExportFormat};
@@ -191,6 +191,10 @@ impl ConsoleApi for Control {
         body: DeferralBody,
     ) -> ApiResult<impl Serialize + Send> {
         Ok(Control::choose_deferral(self, &client, body.mode)?)
+    }
+
+    async fn pin_core(&self, tool: String, body: CorePinBody) -> ApiResult<impl Serialize + Send> {
+        Ok(Control::pin_core(self, &tool, body.pinned).await?)
     }
 
     async fn policy_test(&self, body: PolicyTestBody) -> ApiResult<impl Serialize + Send> {

@@ -24,7 +24,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::api::{
-    Actor, ApiResult, ConsoleApi, DeferralBody, FeedItem, PolicyPut, PolicyTestBody, ScopeBody,
+    Actor, ApiResult, ConsoleApi, CorePinBody, DeferralBody, FeedItem, PolicyPut, PolicyTestBody,
+    ScopeBody,
 };
 use super::auth::COOKIE;
 use super::error::{ApiError, Code};
@@ -66,6 +67,7 @@ pub(super) fn router<A: ConsoleApi>(console: Console<A>) -> Router {
         .route("/pins/{tool}/approve", post(approve_pin::<A>))
         .route("/tools/search", get(search_tools::<A>))
         .route("/tools/{name}", get(tool::<A>))
+        .route("/tools/{name}/core", put(pin_core::<A>))
         .route("/clients/{name}/deferral", put(choose_deferral::<A>))
         .route("/policy", get(policy::<A>).put(put_policy::<A>))
         .route("/policy/validate", post(validate_policy::<A>))
@@ -428,6 +430,17 @@ async fn choose_deferral<A: ConsoleApi>(
 ) -> Response {
     match body::<DeferralBody>(&bytes) {
         Ok(b) => json(s.api.choose_deferral(client, b).await),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn pin_core<A: ConsoleApi>(
+    State(s): S<A>,
+    Path(tool): Path<String>,
+    bytes: Bytes,
+) -> Response {
+    match body::<CorePinBody>(&bytes) {
+        Ok(b) => json(s.api.pin_core(tool, b).await),
         Err(e) => e.into_response(),
     }
 }

@@ -6,11 +6,11 @@ use std::collections::{BTreeSet, HashSet};
 
 use serde_json::Value;
 
-use super::types::{ClientView, ToolMatch};
+use super::types::{ClientView, CorePinned, ToolMatch};
 use super::{Control, ControlError};
 use crate::search::DeferMode;
 use crate::search::ToolIndex;
-use crate::tool::{Source, ToolDef};
+use crate::tool::{Source, ToolDef, ToolName};
 
 /// The most results one search of the Tools view gives.
 pub const MAX_MATCHES: usize = 200;
@@ -101,6 +101,37 @@ impl Control {
         Ok(self.client_view(client, connected.iter().any(|c| c == client)))
     }
 
+    /// Pins `tool` as core (never deferred, for every client), or unpins
+    /// it, and returns the tool's row and every client's plan. The name
+    /// need not be registered: a person may pin a tool of a server that is
+    /// down. Connected agents hear `list_changed`.
+    ///
+    /// # Errors
+    /// A name that is not a valid tool name, or one pin too many.
+    pub async fn pin_core(&self, tool: &str, pinned: bool) -> Result<CorePinned, ControlError> {
+        let name = ToolName::new(tool).map_err(|e| ControlError::invalid("name", e.to_string()))?;
+        let changed = self
+            .engine()
+            .pin_core(&name, pinned)
+            .map_err(|e| ControlError::invalid("pinned", e.to_string()))?;
+        if changed {
+            let what = if pinned {
+                "pinned as core"
+            } else {
+                "no longer pinned as core"
+            };
+            tracing::info!("{tool}: {what}");
+        }
+        let summary = self.tools().await?.into_iter().find(|t| t.name == tool);
+        Ok(CorePinned {
+            tool: tool.to_owned(),
+            pinned,
+            changed,
+            summary,
+            clients: self.clients(),
+        })
+    }
+
     /// The connected clients each with the names of the tools deferred
     /// for them.
     pub(super) fn deferring(&self) -> Vec<(String, HashSet<String>)> {
@@ -158,3 +189,7 @@ fn matched_in(index: &ToolIndex, stems: &HashSet<String>, def: &ToolDef) -> Vec<
     }
     out
 }
+
+#[cfg(test)]
+#[path = "search_tests.rs"]
+mod tests;

@@ -190,6 +190,16 @@ async fn handle(
     let engine = control.engine();
     match method {
         "toolgate/tools" => tools(control, params.as_ref()),
+        "toolgate/tools/core" => {
+            let name =
+                str_param(&params, "name").ok_or((INVALID_PARAMS, "missing `name`".to_owned()))?;
+            let pinned = params
+                .as_ref()
+                .and_then(|p| p.get("pinned"))
+                .and_then(Value::as_bool)
+                .ok_or((INVALID_PARAMS, "missing boolean `pinned`".to_owned()))?;
+            json_of(control.pin_core(name, pinned).await.map_err(refused)?)
+        }
         "toolgate/breakers" => Ok(json!({"breakers": json_of(engine.breaker().snapshot())?})),
         "toolgate/breakers/reset" => {
             let tool = str_param(&params, "tool").unwrap_or_default();

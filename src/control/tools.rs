@@ -101,6 +101,7 @@ impl Control {
             denied_by: permits.err(),
             annotations: def.annotations.clone(),
             deferred_for: Vec::new(),
+            core: self.engine().core_view(def),
         }
     }
 

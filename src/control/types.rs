@@ -213,6 +213,28 @@ pub struct ToolSummary {
     /// The connected clients that see it only through `tool_search`
     /// (deferred for them), by their `initialize` names.
     pub deferred_for: Vec<String>,
+    /// Why it is never deferred (built-in, a `[search] core` glob, or
+    /// pinned by a person), with whether a person pinned it; `None`: it
+    /// may be deferred.
+    pub core: Option<crate::search::CoreView>,
+}
+
+/// What pinning a tool as core, or unpinning it, left: the tool's row and
+/// every client's plan, so the console shows both at once (the `tools`
+/// slice follows).
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct CorePinned {
+    /// The tool's registry name.
+    pub tool: String,
+    /// Whether it is pinned as core now.
+    pub pinned: bool,
+    /// Whether this request changed that.
+    pub changed: bool,
+    /// Its row as the Tools view lists it now; `None` when no tool of that
+    /// name is registered or quarantined (pinned ahead of its server).
+    pub summary: Option<ToolSummary>,
+    /// What each agent client is listed now.
+    pub clients: Vec<ClientView>,
 }
 
 /// One tool found by the Tools view's search: ranked by the same index

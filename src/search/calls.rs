@@ -7,20 +7,26 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::bridge::{self, CallArgs, DescribeArgs, SearchArgs};
-use super::{DeferMode, Hit, Plan};
+use super::{CorePinError, CoreView, DeferMode, Hit, Plan};
 use crate::cancel::Cancel;
 use crate::context::Session;
 use crate::engine::{CallReply, Engine};
 use crate::error::{ArgProblem, CallError};
 use crate::registry::RegisteredTool;
-use crate::tool::{ToolDef, ToolResult};
+use crate::tool::{ToolDef, ToolName, ToolResult};
 
 impl Engine {
     /// What `client` (its `initialize` name) is listed, and why.
     pub fn plan(&self, client: Option<&str>) -> Plan {
         let d = self.disclosure();
         let chosen = client.and_then(|c| d.chosen(c));
-        Plan::make(&d.config(), client, chosen, self.tools())
+        Plan::make(&d.config(), &d.pins(), client, chosen, self.tools())
+    }
+
+    /// Why `tool` is never deferred, for people, or `None`: it may be.
+    pub fn core_view(&self, tool: &ToolDef) -> Option<CoreView> {
+        let d = self.disclosure();
+        super::core_tools::view(&d.config(), &d.pins(), tool)
     }
 
     /// What `client` is listed, as a person reads it; `connected` says
@@ -39,6 +45,21 @@ impl Engine {
             self.registry().touch();
         }
         changed
+    }
+
+    /// Pins `tool` as core (never deferred, for every client), or unpins
+    /// it. The name need not be registered now: a pin holds for a server
+    /// that is down. Like a deferral switch, a change tells every
+    /// connected agent `list_changed`, and each lists again.
+    ///
+    /// # Errors
+    /// Pinning more than [`super::core_tools::MAX_PINS`] tools.
+    pub fn pin_core(&self, tool: &ToolName, pinned: bool) -> Result<bool, CorePinError> {
+        let changed = self.disclosure().pin(tool, pinned)?;
+        if changed {
+            self.registry().touch();
+        }
+        Ok(changed)
     }
 
     /// Counts a connection of the agent client `name` (its `initialize`

@@ -2,7 +2,8 @@
 //! tools and the bridge tools, with the rest found through `tool_search`.
 //!
 //! PraisonAI's invariants, kept here:
-//! 1. core tools are never deferred (built-ins and the `core` globs);
+//! 1. core tools are never deferred (built-ins, the `core` globs and the
+//!    tools a person pinned as core, see [`super::core_tools`]);
 //! 2. no tool is ever dropped: each visible tool is either listed or in
 //!    the deferred set the bridge searches, describes and calls;
 //! 3. the deferred set is the session's own visible tools, so a hidden
@@ -20,7 +21,8 @@ use std::collections::BTreeMap;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 
-use crate::tool::{Source, ToolDef};
+use super::core_tools::CorePins;
+use crate::tool::ToolDef;
 
 /// Whether a client's deferrable tools are folded behind the bridge.
 #[derive(
@@ -166,9 +168,10 @@ impl DisclosureConfig {
         })
     }
 
-    /// Whether `tool` is never deferred.
-    pub fn is_core(&self, tool: &ToolDef) -> bool {
-        matches!(tool.source, Source::Builtin) || self.core_set.is_match(tool.name.as_str())
+    /// The first `core` glob `name` matches, if any.
+    pub fn core_glob(&self, name: &str) -> Option<&str> {
+        let first = self.core_set.matches(name).into_iter().min()?;
+        self.core.get(first).map(String::as_str)
     }
 
     /// The mode and window for a client (by its `initialize` name), with a
@@ -228,6 +231,8 @@ pub struct Plan {
     pub threshold: u32,
     /// Visible tools never deferred.
     pub core: Vec<ToolDef>,
+    /// How many of them are core only because a person pinned them.
+    pub pinned: usize,
     /// Visible tools that may be deferred.
     pub deferrable: Vec<ToolDef>,
     /// Estimated tokens of the deferrable tools' schemas.
@@ -237,17 +242,22 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Splits `visible` (the tools the filter lets the client see) and
-    /// decides.
+    /// Splits `visible` (the tools the filter lets the client see) into
+    /// core (by `config` and a person's `pins`) and deferrable, and decides.
     pub fn make(
         config: &DisclosureConfig,
+        pins: &CorePins,
         client: Option<&str>,
         chosen: Option<DeferMode>,
         visible: Vec<ToolDef>,
     ) -> Self {
         let (mode, window) = config.for_client(client, chosen);
-        let (core, deferrable): (Vec<_>, Vec<_>) =
-            visible.into_iter().partition(|t| config.is_core(t));
+        let mut pinned = 0;
+        let (core, deferrable): (Vec<_>, Vec<_>) = visible.into_iter().partition(|t| {
+            let reason = super::core_tools::reason(config, pins, t);
+            pinned += usize::from(reason == Some(super::core_tools::CoreReason::Pinned));
+            reason.is_some()
+        });
         let deferrable_tokens = deferrable.iter().map(super::tokens::estimate).sum();
         let threshold = threshold(window, config.threshold_pct);
         let deferring = !deferrable.is_empty()
@@ -261,6 +271,7 @@ impl Plan {
             window,
             threshold,
             core,
+            pinned,
             deferrable,
             deferrable_tokens,
             deferring,
@@ -299,8 +310,13 @@ impl Plan {
             thousands(self.window)
         );
         let limit = share(self.threshold, self.window);
+        let pinned = match self.pinned {
+            0 => String::new(),
+            p if p == n_core => ", pinned by a person,".to_owned(),
+            p => format!(" ({p} pinned by a person)"),
+        };
         let core = format!(
-            "{} {} listed with the bridge tools",
+            "{}{pinned} {} listed with the bridge tools",
             count(n_core, "core tool", "core tools"),
             if n_core == 1 { "is" } else { "are" }
         );

@@ -11,6 +11,7 @@
 pub mod bridge;
 pub mod calls;
 pub mod clients;
+pub mod core_tools;
 pub mod disclosure;
 mod disclosure_state;
 pub mod index;
@@ -21,6 +22,7 @@ pub mod tokens;
 #[cfg(test)]
 mod index_tests;
 
+pub use core_tools::{CorePinError, CorePins, CoreReason, CoreView};
 pub use disclosure::{ClientView, DeferMode, DisclosureConfig, Plan};
 pub use disclosure_state::Disclosure;
 pub use index::{Hit, ToolIndex};

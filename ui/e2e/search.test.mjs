@@ -6,9 +6,11 @@
 // words, marks each deferred tool with the client it is deferred for, and
 // shows each client's plan; switching claude-code to Off there makes the
 // engine tell it (`list_changed`) and list every tool.
+// Pinning a deferred tool as core from its detail lists it to claude-code
+// (`list_changed`), and its panel counts it; `p` unpins it.
 // Screenshots: docs/screenshots/tools-search-<theme>[-760].png (a query, a
-// tool open) and tools-agents-<theme>[-760].png (the client panel, names
-// shown); tools-agents-none.png (no agent yet) and tools-agents-chosen.png
+// tool open), tools-agents-<theme>[-760].png (the client panel, names
+// shown) and tools-pin-<theme>.png (a tool pinned as core); tools-agents-none.png (no agent yet) and tools-agents-chosen.png
 // (a mode chosen here) in SEARCH_SHOTS (default /tmp), for review.
 
 import assert from 'node:assert/strict';
@@ -259,6 +261,85 @@ describe('tool search', { skip: skipUnlessReady(), timeout: 240_000 }, () => {
       assert.deepEqual(errors, []);
     } finally {
       await context.close();
+    }
+  });
+
+  test('Pin as core from the tool detail: claude-code hears list_changed and is listed the tool; its panel counts it; p unpins', async () => {
+    const { page, errors, context } = await consolePage(browser, tg);
+    try {
+      await gotoView(page, '#/tools?name=create_issue', 'Tools');
+      const card = page.locator('[data-client="claude-code"]');
+      await card.waitFor();
+      const listedCount = () => card.locator('dd').first().innerText();
+      const plan = async () => {
+        /** @type {{ clients: { client: string, listed: string[] }[] }} */
+        const slice = await page.evaluate(async () => (await fetch('/api/state/tools')).json());
+        return slice.clients.find((c) => c.client === 'claude-code');
+      };
+      const before = (await plan())?.listed.length ?? 0;
+      await waitFor('the card counting what claude-code is listed', async () => (await listedCount()).startsWith(`${before} tools`));
+      const row = page.locator('li.trow-t[data-tool="create_issue"]');
+      await row.getByText('Deferred for claude-code', { exact: true }).waitFor();
+
+      const changed = () => claude.notifications.filter((m) => m.method === 'notifications/tools/list_changed').length;
+      const told = changed();
+      const pin = page.getByRole('button', { name: /^Pin as core/ });
+      await pin.waitFor();
+      await settle(page);
+      await page.locator('section[aria-label="Tool detail"]').screenshot({ path: join(SHOTS, 'tools-pin-offered.png') });
+      await pin.click();
+      await waitFor('claude-code told its list changed', () => changed() > told);
+      const listed = await claude.toolNames();
+      assert.ok(listed.includes('create_issue'), 'listed directly once pinned');
+      assert.ok(listed.includes('tool_search'), 'the other five stay behind the bridge');
+
+      // The detail and the row say so, in the engine's words.
+      /** @type {{ summary: { core: { words: string, reason: { kind: string } } | null } }} */
+      const detail = await page.evaluate(async () => (await fetch('/api/tools/create_issue')).json());
+      assert.equal(detail.summary.core?.reason.kind, 'pinned');
+      await page.locator('[data-core-note]').getByText(detail.summary.core?.words ?? '?', { exact: true }).waitFor();
+      await page.locator('[data-core-pill]').getByText('Core · pinned', { exact: true }).waitFor();
+      await row.getByText('Core · pinned', { exact: true }).waitFor();
+      assert.equal(await row.getByText('Deferred for claude-code').count(), 0, 'a core tool is deferred for nobody');
+      await waitFor('the card counting one more tool listed', async () => (await listedCount()).startsWith(`${before + 1} tools`));
+      await card.getByText(/core tools \(1 pinned by a person\) are listed with the bridge tools\.$/).waitFor();
+      await page.getByRole('button', { name: /^Unpin/ }).waitFor();
+      await settle(page);
+      await page.screenshot({ path: join(OUT, 'tools-pin-light.png') });
+
+      // p, with focus on the page, takes the pin back.
+      await page.evaluate(() => /** @type {HTMLElement} */ (document.activeElement)?.blur());
+      const again = changed();
+      await page.keyboard.press('p');
+      await waitFor('claude-code told again', () => changed() > again);
+      assert.ok(!(await claude.toolNames()).includes('create_issue'), 'behind the bridge again');
+      await page.getByRole('button', { name: /^Pin as core/ }).waitFor();
+      assert.equal(await page.locator('[data-core-note]').count(), 0);
+      await row.getByText('Deferred for claude-code', { exact: true }).waitFor();
+      await waitFor('the card counting as before', async () => (await listedCount()).startsWith(`${before} tools`));
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+
+  test('screenshot of a pinned tool, dark', async () => {
+    // Pinned from the CLI this time, through the running engine.
+    const r = await tg.cliJson(['tools', '--pin-core', 'create_issue']);
+    assert.equal(r.pinned, true, JSON.stringify(r));
+    assert.equal(r.summary?.core?.reason.kind, 'pinned', JSON.stringify(r));
+    const { page, errors, context } = await consolePage(browser, tg, { colorScheme: 'dark' });
+    try {
+      await gotoView(page, '#/tools?name=create_issue', 'Tools');
+      await page.locator('[data-core-pill]').getByText('Core · pinned', { exact: true }).waitFor();
+      await page.locator('[data-client="claude-code"]').waitFor();
+      await settle(page);
+      await page.screenshot({ path: join(OUT, 'tools-pin-dark.png') });
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+      const off = await tg.cli(['tools', '--unpin-core', 'create_issue']);
+      assert.match(off.stdout, /^create_issue is no longer pinned as core\./, off.stdout + off.stderr);
     }
   });
 });

@@ -108,6 +108,50 @@ pub(crate) async fn tools(cli: &Cli, ask: ToolsAsk<'_>, json: bool) -> anyhow::R
     Ok(ExitCode::SUCCESS)
 }
 
+/// `toolgate tools --pin-core NAME` / `--unpin-core NAME`: through the
+/// running engine only, which keeps the pin and tells its agents.
+pub(crate) async fn pin_core(
+    cli: &Cli,
+    name: &str,
+    pinned: bool,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let mut c = control_client(cli).await?;
+    let r = c
+        .request(
+            "toolgate/tools/core",
+            json!({"name": name, "pinned": pinned}),
+        )
+        .await?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &r)?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let state = match (pinned, r["changed"].as_bool().unwrap_or(false)) {
+        (true, true) => "is pinned as core now",
+        (true, false) => "was pinned as core already",
+        (false, true) => "is no longer pinned as core",
+        (false, false) => "was not pinned as core",
+    };
+    writeln!(out, "{name} {state}.")?;
+    let registered = !r["summary"].is_null();
+    match r["summary"]["core"]["words"].as_str() {
+        Some(words) => writeln!(out, "{}", words.replace('`', ""))?,
+        None if !registered && pinned => writeln!(
+            out,
+            "No tool of that name is registered now; the pin holds for when one is."
+        )?,
+        None if registered => writeln!(
+            out,
+            "It may be deferred again: an agent whose tools are behind tool_search finds it there."
+        )?,
+        None => {}
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `toolgate tools` without a daemon: the same answers from an engine in
 /// this process.
 fn local_tools(cli: &Cli, ask: &ToolsAsk<'_>) -> anyhow::Result<Value> {

@@ -100,6 +100,13 @@ enum Command {
         /// How many search results.
         #[arg(long, default_value_t = 20, requires = "search")]
         limit: usize,
+        /// Pin this tool as core in the running engine: never deferred,
+        /// listed directly to every agent (kept across restarts).
+        #[arg(long, value_name = "TOOL", conflicts_with_all = ["search", "as_client", "unpin_core"])]
+        pin_core: Option<String>,
+        /// Take back a tool's pin as core.
+        #[arg(long, value_name = "TOOL", conflicts_with_all = ["search", "as_client"])]
+        unpin_core: Option<String>,
         /// Machine-readable output.
         #[arg(long)]
         json: bool,
@@ -257,10 +264,21 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Console { print } => inspect::console(&cli, *print).await,
         Command::McpBridge { spawn } => serve::bridge(&cli, *spawn).await,
         Command::Tools {
+            pin_core: Some(name),
+            json,
+            ..
+        } => calls::pin_core(&cli, name, true, *json).await,
+        Command::Tools {
+            unpin_core: Some(name),
+            json,
+            ..
+        } => calls::pin_core(&cli, name, false, *json).await,
+        Command::Tools {
             search,
             as_client,
             limit,
             json,
+            ..
         } => {
             let ask = calls::ToolsAsk {
                 search: search.as_deref(),

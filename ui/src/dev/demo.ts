@@ -16,6 +16,9 @@ import type {
   ApprovalRequest,
   CallSummary,
   DecidedView,
+  CorePinBody,
+  CorePinned,
+  CoreView,
   DeferralBody,
   FieldError,
   Marked,
@@ -135,6 +138,10 @@ export function install(): Demo {
   // Agent clients' plans, changed by the deferral switch (demo only: the engine decides these).
   const clients = fx.CLIENTS.map((c) => ({ ...c }));
   const deferredFor = (tool: string) => clients.filter((c) => c.connected && c.deferred.includes(tool)).map((c) => c.client);
+  // Tools pinned as core here (demo only: the engine keeps these and writes the words).
+  const pins = new Set<string>();
+  const withPin = <T extends { name: string; core: CoreView | null }>(t: T): T =>
+    pins.has(t.name) && !t.core ? { ...t, core: { reason: { kind: 'pinned' }, pinned: true, words: 'Pinned as core by a person: every agent that may see it has it in its tools list, even one whose other tools are behind tool_search.' } } : t;
 
   const route = async (method: Method, path: string, body: unknown): Promise<Response> => {
     if (mode === 'down') throw new TypeError('Failed to fetch');
@@ -144,7 +151,7 @@ export function install(): Demo {
     if (p === '/api/snapshot') {
       if (mode === 'loading') return new Promise<Response>(() => {});
       const fresh = mode === 'empty' ? fx.emptySnapshot(now) : fx.snapshot(now);
-      const tools = fresh.tools.map((t) => ({ ...t, deferred_for: deferredFor(t.name) }));
+      const tools = fresh.tools.map((t) => withPin({ ...t, deferred_for: pins.has(t.name) ? [] : deferredFor(t.name) }));
       return json({ ...fresh, tools, clients: mode === 'empty' ? fresh.clients : clients, seq, pending: [...pending.values()] });
     }
     if ((m = /^\/api\/calls\/(\d+)$/.exec(p))) {
@@ -296,6 +303,16 @@ export function install(): Demo {
         words: deferring ? `Deferral is on: ${deferrable.length} tools are behind tool_search.` : `Deferral is off: all ${deferrable.length} tools are listed.`,
       });
       return json(c);
+    }
+    if ((m = /^\/api\/tools\/([^/]+)\/core$/.exec(p)) && method === 'PUT') {
+      const name = decodeURIComponent(m[1] ?? '');
+      const { pinned } = body as CorePinBody;
+      const changed = pins.has(name) !== pinned;
+      if (pinned) pins.add(name);
+      else pins.delete(name);
+      const t = fx.TOOLS.find((x) => x.name === name);
+      const summary = t ? withPin({ ...t, deferred_for: pinned ? [] : deferredFor(name) }) : null;
+      return json({ tool: name, pinned, changed, summary, clients } satisfies CorePinned);
     }
     if ((m = /^\/api\/tools\/([^/]+)$/.exec(p))) {
       const name = decodeURIComponent(m[1] ?? '');

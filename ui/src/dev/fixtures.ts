@@ -172,7 +172,16 @@ function t(
 ): ToolSummary {
   const annotations: Annotations = { ...hints };
   const denied_by = state === 'denied' ? 'matches deny pattern `desktop__*` (denied_tools)' : null;
-  return { name, summary, source, trust, risk, state, denied_by, annotations, deferred_for: [] };
+  // The engine's words for a built-in (demo data: the engine writes these).
+  const core: ToolSummary['core'] =
+    source === 'builtin'
+      ? {
+          reason: { kind: 'builtin' },
+          pinned: false,
+          words: 'Built-in tools are never deferred: every agent that may see it has it in its tools list, even one whose other tools are behind tool_search.',
+        }
+      : null;
+  return { name, summary, source, trust, risk, state, denied_by, annotations, deferred_for: [], core };
 }
 
 const HOT_TOOLS = ['fs_read', 'fs_list', 'github__search_code', 'fs_write', 'web__fetch', 'shell_exec', 'db__execute_query', 'github__get_issue', 'web__search', 'db__list_tables', 'slack__send_message'];

@@ -36,6 +36,7 @@ describe('resolveKey', () => {
     expect(press('/').action).toEqual({ type: 'search' });
     expect(press(' ', { code: 'Space' }).action).toEqual({ type: 'togglePause' });
     expect(press('r').action).toEqual({ type: 'toggleRaw' });
+    expect(press('p').action).toEqual({ type: 'toggleCore' });
     expect(press('?', { shiftKey: true }).action).toEqual({ type: 'help' });
   });
 

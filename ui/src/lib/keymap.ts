@@ -34,7 +34,8 @@ export type Action =
   | { type: 'deny' }
   | { type: 'search' }
   | { type: 'togglePause' }
-  | { type: 'toggleRaw' };
+  | { type: 'toggleRaw' }
+  | { type: 'toggleCore' };
 
 export interface Binding {
   /** tinykeys key strings; any of them triggers. */
@@ -42,7 +43,7 @@ export interface Binding {
   action: Action;
   /** What the `?` sheet says. */
   label: string;
-  group: 'Go to' | 'Lists' | 'Approvals' | 'Live calls' | 'General';
+  group: 'Go to' | 'Lists' | 'Approvals' | 'Live calls' | 'Tools' | 'General';
   /** Shown in the sheet instead of the raw key strings. */
   display: string[];
   /** Works inside inputs and dialogs. */
@@ -109,6 +110,7 @@ export const BINDINGS: readonly Binding[] = [
   { keys: ['d'], action: { type: 'deny' }, label: 'Deny (type a reason, Enter sends)', group: 'Approvals', display: ['d'] },
   { keys: ['Space'], action: { type: 'togglePause' }, label: 'Pause / follow the feed', group: 'Live calls', display: ['Space'] },
   { keys: ['r'], action: { type: 'toggleRaw' }, label: 'Raw / as the model saw it', group: 'Live calls', display: ['r'] },
+  { keys: ['p'], action: { type: 'toggleCore' }, label: 'Pin the open tool as core / unpin it', group: 'Tools', display: ['p'] },
 ];
 
 const PARSED = BINDINGS.map((b) => ({ b, presses: b.keys.map((k) => parseKeybinding(k)[0]) }));
@@ -204,7 +206,7 @@ export function isDecision(a: Action): boolean {
 
 /** The sheet's rows, grouped. */
 export function sheet(): { group: Binding['group']; rows: { display: string[]; label: string }[] }[] {
-  const order: Binding['group'][] = ['General', 'Go to', 'Lists', 'Approvals', 'Live calls'];
+  const order: Binding['group'][] = ['General', 'Go to', 'Lists', 'Approvals', 'Live calls', 'Tools'];
   return order.map((group) => ({
     group,
     rows: BINDINGS.filter((b) => b.group === group).map((b) => ({ display: b.display, label: b.label })),

@@ -4,6 +4,7 @@ import Tools from './Tools.svelte';
 import { snapshot } from '../dev/fixtures';
 import { fakeEngine, testStore } from '../test/harness';
 import { setTransport } from '../lib/api/client';
+import { controller } from '../lib/controller.svelte';
 import type { Snapshot, ToolMatch } from '../lib/api/types';
 
 const NOW = Date.now();
@@ -119,5 +120,51 @@ describe('Tools search', () => {
     await act(() => vi.advanceTimersByTimeAsync(200));
     await waitFor(() => expect(rows()).toEqual([snap.tools[0]!.name]));
     expect(screen.queryByRole('alert')).toBeNull();
+  });
+});
+
+describe('Pin as core', () => {
+  let restore: () => void;
+  beforeEach(() => (restore = withLayout()));
+  afterEach(() => restore());
+
+  it("pins the open tool from its detail, by click and by p, and shows the engine's answer", async () => {
+    const snap = snapshot(NOW);
+    const row = snap.tools.find((t) => t.source !== 'builtin' && t.state === 'active' && t.core === null)!;
+    const words = 'Pinned as core by a person: every agent that may see it has it in its tools list.';
+    let pinned = false;
+    const calls = fakeEngine((c) => {
+      if (c.method === 'PUT' && c.path === `/api/tools/${row.name}/core`) {
+        pinned = (c.body as { pinned: boolean }).pinned;
+        const core = pinned ? { reason: { kind: 'pinned' }, pinned: true, words } : null;
+        return { tool: row.name, pinned, changed: true, summary: { ...row, core, deferred_for: [] }, clients: snap.clients };
+      }
+      if (c.path === `/api/tools/${row.name}`) return { summary: row, description: 'd', input_schema: {}, output_schema: null, guards: [], pin: null };
+      return {};
+    });
+    const t = testStore();
+    t.store.reset(snap, 'initial');
+    render(Tools, { context: t.context });
+    const li = await waitFor(() => {
+      const el = document.querySelector(`li.trow-t[data-tool="${row.name}"]`);
+      if (!el) throw new Error('row');
+      return el;
+    });
+    await fireEvent.click(li.querySelector('button')!);
+
+    await fireEvent.click(await screen.findByRole('button', { name: /^Pin as core/ }));
+    await screen.findByRole('button', { name: /^Unpin/ });
+    expect(calls.filter((c) => c.method === 'PUT').map((c) => c.body)).toEqual([{ pinned: true }]);
+    expect(document.querySelector('[data-core-note]')).toHaveTextContent(words);
+    expect(li.querySelector('[data-side="core"]')).toHaveTextContent('Core · pinned');
+
+    // p takes it back (keys reach the view through the controller).
+    await act(() => {
+      expect(controller.dispatch({ type: 'toggleCore' })).toBe(true);
+    });
+    await screen.findByRole('button', { name: /^Pin as core/ });
+    expect(pinned).toBe(false);
+    expect(document.querySelector('[data-core-note]')).toBeNull();
+    expect(li.querySelector('[data-side="core"]')).toBeNull();
   });
 });

@@ -17,6 +17,8 @@ import type {
   CallDetail,
   ClientView,
   ConnectInfo,
+  CorePinBody,
+  CorePinned,
   DeferMode,
   DeferralBody,
   EngineHealth,
@@ -237,6 +239,9 @@ export const api = {
   /** A person's deferral for one agent client (`null`: follow the config again); what it is listed now. */
   chooseDeferral: (client: string, mode: DeferMode | null) =>
     request<ClientView>('PUT', `/api/clients/${enc(client)}/deferral`, { mode } satisfies DeferralBody),
+  /** A person pins a tool as core (never deferred, for every agent) or unpins it; the tool's row and every client's plan now. */
+  pinCore: (tool: string, pinned: boolean) =>
+    request<CorePinned>('PUT', `/api/tools/${enc(tool)}/core`, { pinned } satisfies CorePinBody),
   policy: () => request<PolicyView>('GET', '/api/policy'),
   validatePolicy: (doc: PolicyDoc) => request<Validation>('POST', '/api/policy/validate', doc),
   putPolicy: (body: PolicyPut) => request<Applied>('PUT', '/api/policy', body),

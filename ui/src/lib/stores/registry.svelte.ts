@@ -6,7 +6,7 @@
  * events keep it close (a list swapped by a config reload changes no tool
  * event, so only the slice brings that).
  */
-import type { ClientView, EventOf, PinRecord, Snapshot, ToolSummary } from '../api/types';
+import type { ClientView, CorePinned, EventOf, PinRecord, Snapshot, ToolSummary } from '../api/types';
 
 export class RegistryStore {
   tools = $state<ToolSummary[]>([]);
@@ -34,6 +34,20 @@ export class RegistryStore {
     else this.clients = [...this.clients, v].sort((a, b) => a.client.localeCompare(b.client));
   }
 
+  /**
+   * A tool pinned as core, or unpinned, from this window: its row and every
+   * client's plan as the engine answered, before the `tools` slice brings
+   * every other row's `deferred_for`.
+   */
+  corePinned(r: CorePinned): void {
+    const row = r.summary;
+    if (row) {
+      const i = this.tools.findIndex((t) => t.name === row.name);
+      if (i >= 0) this.tools[i] = row;
+    }
+    this.clients = r.clients;
+  }
+
   /** Registered or replaced: known now, and no longer held back. */
   seen(name: string, source: string): void {
     const t = this.tools.find((x) => x.name === name);
@@ -51,6 +65,8 @@ export class RegistryStore {
         denied_by: null,
         annotations: {},
         deferred_for: [],
+        // The tools slice this registration announces brings the engine's answer.
+        core: null,
       });
     }
     this.quarantined = this.quarantined.filter((q) => q.name !== name);

@@ -53,6 +53,22 @@ describe('RegistryStore', () => {
     s.clientChanged(view('claude-code', 'on', 'on'));
     expect(s.clients.map((c) => c.client)).toEqual(['claude-code', 'cursor', 'zed']);
   });
+
+  it('shows a pinned tool’s row and every client’s plan as the engine answered', () => {
+    const s = new RegistryStore();
+    s.reset(snapshot());
+    const row = s.tools.find((t) => t.source !== 'builtin' && t.core === null);
+    if (!row) throw new Error('the snapshot has a deferrable tool');
+    const core = { reason: { kind: 'pinned' as const }, pinned: true, words: 'Pinned as core by a person.' };
+    const clients = s.clients.map((c) => ({ ...c, listed: [...c.listed, row.name] }));
+    s.corePinned({ tool: row.name, pinned: true, changed: true, summary: { ...row, core, deferred_for: [] }, clients });
+    expect(s.tools.find((t) => t.name === row.name)?.core).toEqual(core);
+    expect(s.clients.every((c) => c.listed.includes(row.name))).toBe(true);
+    // A pin ahead of its server: no row to change, the plans still follow.
+    s.corePinned({ tool: 'down__tool', pinned: true, changed: true, summary: null, clients: [] });
+    expect(s.tools.some((t) => t.name === 'down__tool')).toBe(false);
+    expect(s.clients).toEqual([]);
+  });
 });
 
 describe('ServersStore', () => {
