@@ -136,3 +136,43 @@ async fn a_session_lists_and_calls_tools_over_http() {
     assert_eq!(after.status().as_u16(), 404);
     d.stop().await;
 }
+
+#[tokio::test]
+async fn a_body_over_the_limit_is_a_json_rpc_error_that_closes_the_connection() {
+    let d = TestDaemon::start("").await;
+    let (url, token) = d.http.clone();
+    let c = client();
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{{"pad":"{}"}}}}"#,
+        "x".repeat(toolgate::mcp::http::MAX_BODY + 1)
+    );
+    let r = c
+        .post(&url)
+        .bearer_auth(&token)
+        .header("Content-Type", "application/json")
+        .body(big)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 413);
+    // A client must not reuse a connection the server closes.
+    assert_eq!(
+        r.headers().get("connection").and_then(|v| v.to_str().ok()),
+        Some("close")
+    );
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["id"], Value::Null);
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("2 MiB limit"), "{message}");
+    assert!(message.contains("agent socket"), "{message}");
+    // The same client goes on with its next request.
+    let r = c
+        .post(&url)
+        .bearer_auth(&token)
+        .json(&init_body())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    d.stop().await;
+}

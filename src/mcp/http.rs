@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::Router;
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
@@ -112,6 +113,7 @@ impl HttpEndpoint {
         };
         let app = Router::new()
             .route("/mcp", post(post_mcp).get(get_mcp).delete(delete_mcp))
+            .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
             .layer(middleware::from_fn_with_state(state.clone(), guard))
             .with_state(state.clone())
             .merge(others);
@@ -189,7 +191,20 @@ fn session_of(s: &Http, headers: &HeaderMap) -> Option<(String, Arc<Conn>)> {
     Some((id, conn))
 }
 
-async fn post_mcp(State(s): State<Http>, headers: HeaderMap, body: Bytes) -> Response {
+/// Largest request body. Smaller than the socket's frame limit: an HTTP
+/// body is read whole before it is parsed, outside the socket's frame
+/// budget, so the endpoint bounds it on its own.
+pub const MAX_BODY: usize = 2 * 1024 * 1024;
+
+async fn post_mcp(
+    State(s): State<Http>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => return unread_body(&e),
+    };
     if let Err(e) = Shape::of(&body) {
         let prefix = &body[..body.len().min(super::leading_id::PREFIX)];
         let id = super::leading_id::leading_id(prefix).unwrap_or(Value::Null);
@@ -279,6 +294,29 @@ async fn owned_request(
     });
     owner.disarm();
     line
+}
+
+/// The answer to a body that was not read (over [`MAX_BODY`], or cut
+/// off): a JSON-RPC error like any other refusal, and `Connection: close`.
+/// The server closes a connection whose body it left unread; without the
+/// header, a client would put it back in its pool and lose its next
+/// request to the close.
+fn unread_body(e: &BytesRejection) -> Response {
+    let message = if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        format!(
+            "request body exceeds the {} MiB limit of the HTTP endpoint; \
+             send large arguments over the agent socket, whose limit is {} MiB",
+            MAX_BODY >> 20,
+            super::frame::MAX_FRAME >> 20
+        )
+    } else {
+        format!("the request body could not be read: {}", e.body_text())
+    };
+    let line = jsonrpc::error_line(&Value::Null, jsonrpc::INVALID_REQUEST, &message);
+    let mut r = json_response(e.status(), line, None);
+    r.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    r
 }
 
 fn json_response(status: StatusCode, mut line: Vec<u8>, session: Option<String>) -> Response {

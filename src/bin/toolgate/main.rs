@@ -25,6 +25,7 @@ use toolgate::daemon::ServeOptions;
 use toolgate::discovery::{self, Located};
 
 /// See the note on `tikv-jemallocator` in Cargo.toml, and `allocator`.
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
