@@ -280,3 +280,33 @@ async fn calls_with_huge_paths_are_refused_within_the_frame_bound() {
         (peak - before) / MIB
     );
 }
+
+// A full disk under the daemon's stderr (its log file on a full disk, or
+// `/dev/full`) once made the log writer report its own failure with
+// `eprintln!`, which panics when stderr cannot be written: calls ended in
+// "task panicked". Logging that cannot be written is dropped instead.
+#[tokio::test]
+async fn a_stderr_that_cannot_be_written_never_fails_a_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let mut child = serve_command(dir.path(), "")
+        .arg("--no-http")
+        .env("TOOLGATE_LOG", "trace")
+        .stderr(Stdio::from(full))
+        .spawn()
+        .unwrap();
+    ready(&mut child, Duration::from_secs(20)).await;
+    let mut c = crate::common::daemon::Raw::connect(&dir.path().join("agent.sock")).await;
+    c.initialize().await;
+    for id in 1..=20 {
+        std::fs::write(dir.path().join(format!("root/{id}.txt")), "still here").unwrap();
+        let r = c
+            .call(id, "fs_read", json!({"path": format!("{id}.txt")}))
+            .await;
+        assert!(r["error"].is_null(), "{r}");
+        assert!(r.to_string().contains("still here"), "{r}");
+    }
+}

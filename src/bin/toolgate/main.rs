@@ -244,10 +244,14 @@ fn fail(code: u8, message: &str) -> ExitCode {
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLGATE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // A log line that cannot be written (stderr on a full disk) is
+    // dropped: reporting it would `eprintln!` to the same stderr, which
+    // panics, and a panic in a call's task fails the call.
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
+        .log_internal_errors(false)
         .init();
 }
 
