@@ -37,6 +37,31 @@ pub struct AgentIdTaken {
     pub holder: String,
 }
 
+/// Longest agent id, in bytes. An id names an agent to people and to the
+/// policy, and it is written into every call's caller (the audit row, the
+/// approval request, the live feed): an unbounded one let one agent make
+/// every row of its calls as large as a frame.
+pub const MAX_ID_BYTES: usize = 128;
+
+/// Why `id` cannot be an agent id, if it cannot: empty, longer than
+/// [`MAX_ID_BYTES`], or holding control characters (which would forge
+/// line breaks wherever it is shown).
+pub fn check_id(id: &str) -> Result<(), String> {
+    if id.trim().is_empty() {
+        return Err("`agentId` must not be empty".into());
+    }
+    if id.len() > MAX_ID_BYTES {
+        return Err(format!(
+            "`agentId` is {} bytes; an agent id is a name of at most {MAX_ID_BYTES} bytes",
+            id.len()
+        ));
+    }
+    if id.chars().any(char::is_control) {
+        return Err("`agentId` must not hold control characters (line breaks, tabs, NUL)".into());
+    }
+    Ok(())
+}
+
 /// The agent ids held by live connections, for one engine. Cloning shares
 /// it.
 #[derive(Clone)]
@@ -158,6 +183,18 @@ impl Drop for AgentClaim {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn ids_are_short_printable_names() {
+        assert_eq!(super::check_id("researcher-1"), Ok(()));
+        assert_eq!(super::check_id("Research Agent ✓"), Ok(()));
+        assert!(super::check_id("  ").unwrap_err().contains("empty"));
+        let long = "a".repeat(super::MAX_ID_BYTES + 1);
+        assert!(super::check_id(&long).unwrap_err().contains("129 bytes"));
+        assert_eq!(super::check_id(&long[1..]), Ok(()));
+        assert!(super::check_id("a\nb").unwrap_err().contains("control"));
+        assert!(super::check_id("a\u{0}b").unwrap_err().contains("control"));
+    }
+
     use std::sync::Arc;
 
     use futures::FutureExt;

@@ -537,3 +537,23 @@ async fn a_bridged_caller_is_the_program_that_started_the_bridge() {
     assert_eq!(kind(&r), "denied", "{r}");
     d.stop().await;
 }
+
+/// An agent id is a short printable name: it is written into every call's
+/// caller, so a frame-sized one would make every row of its calls as
+/// large. A refused id claims nothing, and a good one still works after.
+#[tokio::test]
+async fn an_agent_id_that_is_huge_or_holds_control_characters_is_refused() {
+    let d = TestDaemon::start("").await;
+    let mut c = d.raw().await;
+    c.initialize().await;
+    let huge = "\"\u{0}\u{1f}".repeat(100_000);
+    let r = register(&mut c, 1, &huge, json!([tool("t", "d", "low")])).await;
+    let message = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("at most 128 bytes"), "{r:.300}");
+    let r = register(&mut c, 2, "two\nlines", json!([tool("t", "d", "low")])).await;
+    let message = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("control characters"), "{r}");
+    let r = register(&mut c, 3, "named", json!([tool("t", "d", "low")])).await;
+    assert_eq!(r["result"]["agentId"], "named", "{r}");
+    d.stop().await;
+}

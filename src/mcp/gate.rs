@@ -188,9 +188,7 @@ pub(super) fn register(
     let p: RegisterParams = params_of(params)?;
     let session = conn.session();
     let wanted = p.agent_id.unwrap_or_else(|| session.id.to_string());
-    if wanted.trim().is_empty() {
-        return Err((INVALID_PARAMS, "`agentId` must not be empty".into()));
-    }
+    crate::agent_ids::check_id(&wanted).map_err(|e| (INVALID_PARAMS, e))?;
     let mut held = conn.agent.lock().unwrap_or_else(PoisonError::into_inner);
     let claim = match &mut *held {
         Some(claim) if claim.id() == wanted => claim,
