@@ -1010,6 +1010,11 @@ async fn a_body_over_the_limit_gets_the_apis_json_error() {
         .send()
         .await
         .unwrap();
+    assert_eq!(
+        r.headers().get("connection").and_then(|v| v.to_str().ok()),
+        Some("close"),
+        "a connection whose body was left unread is not to be reused"
+    );
     let (s, e) = error_of(r).await;
     assert_eq!(
         (s, e["code"].as_str()),

@@ -51,7 +51,7 @@ async fn kill_and_restart(ctx: &Ctx, s: &mut Section) -> anyhow::Result<()> {
     })
     .await?;
     let console = Console::new(&d.at);
-    let watch = MemWatch::start(d.pid);
+    let watch = MemWatch::start(&d).await?;
 
     // Agents that wait for a person, each its own process.
     let exe = std::env::current_exe()?;

@@ -119,6 +119,29 @@ impl Daemon {
         self.dir().join("data/audit.db")
     }
 
+    /// One request on each surface, none of them a tool call a policy
+    /// could hold: `tools/list` and `fs_list` of the root over the socket
+    /// and over HTTP, and the console's snapshot. A daemon that has served
+    /// nothing yet has not read most of its own program from disk; after
+    /// this, the pages of code a load runs are mostly there already, so
+    /// "idle" is a daemon at rest, and memory that stays after a load is
+    /// memory it holds.
+    ///
+    /// # Errors
+    /// A surface did not answer.
+    pub async fn warm_up(&self) -> anyhow::Result<()> {
+        let mut a = crate::client::SocketAgent::connect(&self.at.socket, "warm-up").await?;
+        let (r, _) = a.call("fs_list", serde_json::json!({"path": "."})).await?;
+        anyhow::ensure!(answered(&r), "socket fs_list answered {r}");
+        let h = crate::client::HttpAgent::connect(&self.at, "warm-up-http").await?;
+        let (r, _) = h
+            .call(1, "fs_list", serde_json::json!({"path": "."}))
+            .await?;
+        anyhow::ensure!(answered(&r), "HTTP fs_list answered {r}");
+        crate::client::Console::new(&self.at).snapshot().await?;
+        Ok(())
+    }
+
     /// Everything it wrote to stderr, over every launch.
     pub fn stderr(&self) -> String {
         std::fs::read_to_string(self.dir().join("stderr.log")).unwrap_or_default()
@@ -269,4 +292,10 @@ pub async fn fds_settle(pid: u32, limit: usize) -> usize {
     })
     .await;
     last
+}
+
+/// A JSON-RPC answer: a result (a refusal among them, where a section's
+/// config hides the tool) or an error.
+fn answered(r: &Value) -> bool {
+    r["result"].is_object() || r["error"].is_object()
 }

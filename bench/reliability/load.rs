@@ -39,7 +39,7 @@ async fn load(ctx: &Ctx, s: &mut Section) -> anyhow::Result<()> {
     })
     .await?;
     let fds_idle = fd_count(d.pid);
-    let watch = MemWatch::start(d.pid);
+    let watch = MemWatch::start(&d).await?;
     let connected = Arc::new(Barrier::new(agents + 1));
     let go = Arc::new(Barrier::new(agents + 1));
     let mut tasks = Vec::new();

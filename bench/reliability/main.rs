@@ -396,8 +396,10 @@ fn markdown(ctx: &Ctx, sections: &[Section], elapsed: std::time::Duration) -> St
     let _ = writeln!(
         s,
         "Memory figures are the daemon's resident set (`VmRSS` in `/proc/PID/status`, sampled every 20 ms) \
-         and `VmHWM`, its lifetime peak; \"after the load\" is where it stood once back at 1.5× idle or \
-         10 s after the load, whichever came first.\n"
+         and `VmHWM`, its lifetime peak; \"idle\" is the daemon at rest after one request on each surface \
+         (before any, most pages of its own program are not read in yet); \"after the load\" is where it \
+         stood once back at 1.5× idle or 10 s after the load, whichever came first; \"anonymous\" \
+         (`RssAnon`) leaves out the pages of the program and its libraries.\n"
     );
     for sec in sections {
         s.push_str(&sec.markdown());

@@ -6,6 +6,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::daemon::Daemon;
 use crate::procfs::{Sampler, mem};
 use crate::report::{Check, Section, mb};
 use crate::wait::until;
@@ -29,17 +30,25 @@ pub const SETTLE_RATIO: f64 = 1.5;
 pub struct MemWatch {
     pid: u32,
     idle_kb: u64,
+    idle_anon_kb: u64,
     sampler: Sampler,
 }
 
 impl MemWatch {
-    /// Starts watching; the current resident size is the idle figure.
-    pub fn start(pid: u32) -> Self {
-        Self {
-            pid,
-            idle_kb: mem(pid).rss_kb,
-            sampler: Sampler::start(pid),
-        }
+    /// Warms `d` up ([`Daemon::warm_up`]) and starts watching; the resident
+    /// size then is the idle figure.
+    ///
+    /// # Errors
+    /// The warm-up failed.
+    pub async fn start(d: &Daemon) -> anyhow::Result<Self> {
+        d.warm_up().await?;
+        let idle = mem(d.pid);
+        Ok(Self {
+            pid: d.pid,
+            idle_kb: idle.rss_kb,
+            idle_anon_kb: idle.anon_kb,
+            sampler: Sampler::start(d.pid),
+        })
     }
 
     /// Ends the load: stops sampling, waits (10 s at most) for the
@@ -72,6 +81,16 @@ impl MemWatch {
                 } else {
                     "; not back to 1.5× idle within 10 s"
                 }
+            ),
+        );
+        let anon = mem(pid).anon_kb;
+        s.figure(
+            "of it anonymous (RssAnon), idle → after",
+            format!(
+                "{} → {} ({:.2}×)",
+                mb(self.idle_anon_kb),
+                mb(anon),
+                anon as f64 / self.idle_anon_kb.max(1) as f64
             ),
         );
         s.figure("VmHWM (process lifetime)", mb(mem(pid).hwm_kb));

@@ -13,9 +13,12 @@ pub struct Mem {
     pub rss_kb: u64,
     /// Highest resident since it started (`VmHWM`).
     pub hwm_kb: u64,
+    /// Resident and anonymous (`RssAnon`): what the daemon allocated, as
+    /// opposed to the pages of its own program and libraries it has run.
+    pub anon_kb: u64,
 }
 
-/// `VmRSS` and `VmHWM` of `pid`; zeros when it is gone.
+/// `VmRSS`, `VmHWM` and `RssAnon` of `pid`; zeros when it is gone.
 pub fn mem(pid: u32) -> Mem {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let field = |name: &str| {
@@ -29,6 +32,7 @@ pub fn mem(pid: u32) -> Mem {
     Mem {
         rss_kb: field("VmRSS:"),
         hwm_kb: field("VmHWM:"),
+        anon_kb: field("RssAnon:"),
     }
 }
 

@@ -112,7 +112,7 @@ async fn faults(ctx: &Ctx, s: &mut Section) -> anyhow::Result<()> {
     let (r, _) = agent.call("fx__echo", json!({"text": "hello"})).await?;
     anyhow::ensure!(reply_text(&r).contains("hello"), "echo answered {r}");
     let fds_before = fd_count(d.pid);
-    let watch = MemWatch::start(d.pid);
+    let watch = MemWatch::start(&d).await?;
     let mut calls = 1u64;
 
     // Slow: concurrent calls that take 300 ms each all succeed.

@@ -187,7 +187,7 @@ pub(super) async fn json_refusals(
 ) -> Response {
     let r = next.run(req).await;
     if r.status() == StatusCode::PAYLOAD_TOO_LARGE && !is_json(&r) {
-        return ApiError::new(
+        let mut r = ApiError::new(
             Code::TooLarge,
             format!(
                 "the request body is larger than the console API accepts ({} MiB)",
@@ -195,6 +195,13 @@ pub(super) async fn json_refusals(
             ),
         )
         .into_response();
+        // The body is left unread, so the server closes the connection;
+        // saying so keeps a client from reusing it for its next request.
+        r.headers_mut().insert(
+            axum::http::header::CONNECTION,
+            axum::http::HeaderValue::from_static("close"),
+        );
+        return r;
     }
     r
 }
