@@ -520,10 +520,9 @@ impl McpServer {
                 .await;
             return convert::call_result(r.call_id, &r.result);
         }
-        let client = conn.client();
         match self
             .engine
-            .bridge_call(&session, client.as_deref(), &p.name, args, cancel)
+            .bridge_call(&session, &p.name, args, cancel)
             .await
         {
             Bridged::Answer(result) => convert::bridge_result(&result),

@@ -1,7 +1,6 @@
 //! The engine's side of search and disclosure: what a client is listed,
 //! ranked search for people, and the bridge tools' answers.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -83,18 +82,18 @@ impl Engine {
         })
     }
 
-    /// Answers `tools/call` of a bridge tool ([`bridge::is_bridge`]) for
-    /// a session whose client gave `client` as its name.
+    /// Answers `tools/call` of a bridge tool ([`bridge::is_bridge`]). A
+    /// search covers the tools any client may have deferred (visible, not
+    /// core), whether or not this one defers them now.
     pub async fn bridge_call(
         &self,
         session: &Session,
-        client: Option<&str>,
         name: &str,
         args: Value,
         cancel: &Cancel,
     ) -> Bridged {
         match name {
-            bridge::SEARCH => Bridged::Answer(self.tool_search(client, args)),
+            bridge::SEARCH => Bridged::Answer(self.tool_search(args)),
             bridge::DESCRIBE => Bridged::Answer(self.tool_describe(args)),
             bridge::CALL => match bridge::args::<CallArgs>(name, args) {
                 Err(e) => Bridged::Answer(Err(invalid(name, e))),
@@ -120,21 +119,32 @@ impl Engine {
         }
     }
 
-    fn tool_search(&self, client: Option<&str>, args: Value) -> Result<ToolResult, CallError> {
+    fn tool_search(&self, args: Value) -> Result<ToolResult, CallError> {
         let args: SearchArgs =
             bridge::args(bridge::SEARCH, args).map_err(|e| invalid(bridge::SEARCH, e))?;
-        let plan = self.plan(client);
-        let deferred: HashSet<&str> = plan.deferrable.iter().map(|t| t.name.as_str()).collect();
-        let index = self.disclosure().index();
+        // What the plan would call deferrable (visible, not core), decided
+        // per tool: the plan itself estimates every tool's tokens, which
+        // a search does not need.
+        let d = self.disclosure();
+        let (config, pins, filter) = (d.config(), d.pins(), self.filter());
+        let searchable = |t: &ToolDef| {
+            filter.permits(t.name.as_str()).is_ok()
+                && super::core_tools::reason(&config, &pins, t).is_none()
+        };
+        let index = d.index();
         index.sync(self.registry());
-        let hits = index.search(&args.query, args.limit(), |t| {
-            deferred.contains(t.def.name.as_str())
-        });
+        let hits = index.search(&args.query, args.limit(), |t| searchable(&t.def));
+        let searched = self
+            .registry()
+            .snapshot()
+            .iter()
+            .filter(|t| searchable(&t.def))
+            .count();
         let results: Vec<Value> = hits.iter().map(|h| found(&h.tool.def)).collect();
         Ok(ToolResult::json(json!({
             "query": args.query,
             "results": results,
-            "searched": deferred.len(),
+            "searched": searched,
         })))
     }
 
