@@ -292,6 +292,32 @@ fn digest_json(value: &impl Serialize) -> [u8; 32] {
     w.0.finalize().into()
 }
 
+#[cfg(test)]
+impl CallRecord {
+    /// An allowed call of tool `t` that ran now, with no arguments, for
+    /// tests to change what they need of.
+    pub(crate) fn sample(call_id: i64) -> Self {
+        Self {
+            ts_ms: super::store::now_ms(),
+            call_id,
+            session: "s".into(),
+            caller: "{}".into(),
+            tool: "t".into(),
+            args: "{}".into(),
+            args_hash: "h".into(),
+            decision: "allowed".into(),
+            outcome: "ok".into(),
+            error_kind: None,
+            error_message: None,
+            stages: "[]".into(),
+            notes: "[]".into(),
+            output_size: 2,
+            output_digest: Some("d".into()),
+            elapsed_us: 5,
+        }
+    }
+}
+
 /// A call row as read back.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
 pub struct CallRow {

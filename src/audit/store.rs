@@ -390,24 +390,7 @@ mod tests {
     use super::*;
 
     fn rec(call_id: i64) -> CallRecord {
-        CallRecord {
-            ts_ms: now_ms(),
-            call_id,
-            session: "s".into(),
-            caller: "{}".into(),
-            tool: "t".into(),
-            args: "{}".into(),
-            args_hash: "h".into(),
-            decision: "allowed".into(),
-            outcome: "ok".into(),
-            error_kind: None,
-            error_message: None,
-            stages: "[]".into(),
-            notes: "[]".into(),
-            output_size: 2,
-            output_digest: Some("d".into()),
-            elapsed_us: 5,
-        }
+        CallRecord::sample(call_id)
     }
 
     #[tokio::test]

@@ -299,21 +299,9 @@ async fn control_with_large_args(rows: i64, bytes: usize) -> (tempfile::TempDir,
         audit
             .record_call(CallRecord {
                 ts_ms: 1000 * i,
-                call_id: i,
-                session: "s".into(),
-                caller: r#"{"via":"socket"}"#.into(),
                 tool: "fs_write".into(),
                 args: format!(r#"{{"data":[{zeros}0],"path":"big/{i}.txt"}}"#),
-                args_hash: "h".into(),
-                decision: "allowed".into(),
-                outcome: "ok".into(),
-                error_kind: None,
-                error_message: None,
-                stages: "[]".into(),
-                notes: "[]".into(),
-                output_size: 0,
-                output_digest: None,
-                elapsed_us: 5,
+                ..CallRecord::sample(i)
             })
             .await
             .expect("record");
