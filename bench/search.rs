@@ -150,10 +150,10 @@ fn speed(fixture: &Catalog, python: Option<&str>) {
     println!("| --- | ---: | ---: | ---: |");
     for ((_, mine), (what, other)) in ours.iter().zip(rows) {
         println!(
-            "| {what} | {} | {} | {:.0}× |",
+            "| {what} | {} | {} | {} |",
             us(*mine),
             us(other),
-            other.as_secs_f64() / mine.as_secs_f64()
+            ratio(other, *mine)
         );
     }
     let per_call = their("query_search_catalog_per_call", "p50_us");

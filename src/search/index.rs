@@ -22,11 +22,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use bm25::{Embedder, EmbedderBuilder};
 use serde_json::Value;
 
 use super::postings::Postings;
-use super::terms::{Stems, Terms};
+use super::terms::Terms;
+use super::weights;
 use crate::registry::{RegisteredTool, Registry};
 use crate::tool::{Source, ToolName};
 
@@ -49,18 +49,18 @@ pub struct ToolIndex {
 struct State {
     /// The registry version indexed, `None` before the first sync.
     version: Option<u64>,
-    embedder: Embedder<u32, Stems>,
+    /// The average document length the stored weights were made with.
+    avgdl: f32,
     postings: Postings<Arc<RegisteredTool>>,
-    docs: HashMap<ToolName, Doc>,
+    docs: HashMap<ToolName, Doc, foldhash::fast::RandomState>,
     /// Sum of every document's stem count, for the true `avgdl`.
     total_len: usize,
 }
 
 struct Doc {
     tool: Arc<RegisteredTool>,
-    /// The document's stems joined by spaces, kept to embed it again.
-    stems: String,
-    len: usize,
+    /// The document's stems, kept to weigh it again.
+    stems: Vec<String>,
 }
 
 impl std::fmt::Debug for State {
@@ -81,16 +81,12 @@ impl Default for State {
     fn default() -> Self {
         Self {
             version: None,
-            embedder: embedder(FIRST_AVGDL),
+            avgdl: FIRST_AVGDL,
             postings: Postings::default(),
-            docs: HashMap::new(),
+            docs: HashMap::default(),
             total_len: 0,
         }
     }
-}
-
-fn embedder(avgdl: f32) -> Embedder<u32, Stems> {
-    EmbedderBuilder::<u32, Stems>::with_avgdl(avgdl).build()
 }
 
 impl ToolIndex {
@@ -116,17 +112,26 @@ impl ToolIndex {
         for name in gone {
             st.remove(&name);
         }
-        for tool in snap.iter() {
-            let same = st
-                .docs
-                .get(&tool.def.name)
-                .is_some_and(|d| Arc::ptr_eq(&d.tool, tool));
-            if !same {
-                let stems = self.document(tool);
-                st.upsert(tool.clone(), stems);
-            }
+        // New and changed tools are read first and counted into `avgdl`
+        // before anything is weighed, so a first build weighs each tool
+        // once rather than again when the average moves.
+        let fresh: Vec<(Arc<RegisteredTool>, Vec<String>)> = snap
+            .iter()
+            .filter(|t| {
+                !st.docs
+                    .get(&t.def.name)
+                    .is_some_and(|d| Arc::ptr_eq(&d.tool, t))
+            })
+            .map(|t| (t.clone(), self.document(t)))
+            .collect();
+        for (tool, _) in &fresh {
+            st.remove(&tool.def.name);
         }
-        st.refit();
+        let fresh_len: usize = fresh.iter().map(|(_, stems)| stems.len()).sum();
+        st.refit(fresh.len(), fresh_len);
+        for (tool, stems) in fresh {
+            st.upsert(tool, stems);
+        }
         st.version = Some(version);
     }
 
@@ -145,7 +150,7 @@ impl ToolIndex {
         let mut hits: Vec<Hit> = if stems.is_empty() {
             Vec::new()
         } else {
-            let q = st.embedder.embed(&stems.join(" "));
+            let q = weights::embed(&stems, st.avgdl);
             let mut scored: Vec<(&Arc<RegisteredTool>, f32)> = st
                 .postings
                 .scores(&q)
@@ -185,7 +190,7 @@ impl ToolIndex {
     /// The stems the index holds for tool `name`, joined by spaces: what
     /// a bench feeds other scorers to compare them on the same text.
     pub fn document_text(&self, name: &str) -> Option<String> {
-        self.lock().docs.get(name).map(|d| d.stems.clone())
+        self.lock().docs.get(name).map(|d| d.stems.join(" "))
     }
 
     /// The stems a search for `query` looks for, weighted by repetition
@@ -252,38 +257,40 @@ impl State {
     fn upsert(&mut self, tool: Arc<RegisteredTool>, stems: Vec<String>) {
         let name = tool.def.name.clone();
         self.remove(&name);
-        let doc = Doc {
-            tool,
-            len: stems.len(),
-            stems: stems.join(" "),
-        };
         self.postings
-            .upsert(&name, doc.tool.clone(), &self.embedder.embed(&doc.stems));
-        self.total_len += doc.len;
-        self.docs.insert(name, doc);
+            .upsert(&name, tool.clone(), &weights::embed(&stems, self.avgdl));
+        self.total_len += stems.len();
+        self.docs.insert(name, Doc { tool, stems });
     }
 
     fn remove(&mut self, name: &ToolName) {
         if let Some(doc) = self.docs.remove(name) {
             self.postings.remove(name);
-            self.total_len -= doc.len;
+            self.total_len -= doc.stems.len();
         }
     }
 
-    /// Re-embeds every document when the true `avgdl` has drifted.
-    fn refit(&mut self) {
-        if self.docs.is_empty() {
+    /// Weighs every stored document again when the true `avgdl`, counting
+    /// `more` documents of `more_len` stems about to be added, has drifted
+    /// from the one their weights were made with.
+    fn refit(&mut self, more: usize, more_len: usize) {
+        let docs = self.docs.len() + more;
+        if docs == 0 {
             return;
         }
-        let truth = self.total_len as f32 / self.docs.len() as f32;
-        let used = self.embedder.avgdl();
+        let truth = (self.total_len + more_len) as f32 / docs as f32;
+        let used = self.avgdl;
         if (truth - used).abs() <= used * AVGDL_DRIFT {
             return;
         }
-        self.embedder = embedder(truth.max(1.0));
+        self.avgdl = truth.max(1.0);
         let mut postings = Postings::default();
         for (name, doc) in &self.docs {
-            postings.upsert(name, doc.tool.clone(), &self.embedder.embed(&doc.stems));
+            postings.upsert(
+                name,
+                doc.tool.clone(),
+                &weights::embed(&doc.stems, self.avgdl),
+            );
         }
         self.postings = postings;
     }

@@ -18,6 +18,7 @@ pub mod index;
 mod postings;
 pub mod terms;
 pub mod tokens;
+mod weights;
 
 #[cfg(test)]
 mod index_tests;

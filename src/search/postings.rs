@@ -12,6 +12,8 @@
 
 use std::collections::HashMap;
 
+use foldhash::fast::RandomState;
+
 use bm25::Embedding;
 
 use crate::tool::ToolName;
@@ -21,20 +23,20 @@ use crate::tool::ToolName;
 /// query looks nothing up by name.
 #[derive(Debug)]
 pub(super) struct Postings<T> {
-    by_term: HashMap<u32, Vec<(u32, f32)>>,
+    by_term: HashMap<u32, Vec<(u32, f32)>, RandomState>,
     /// Each slot's document and distinct terms; `None` once freed.
     slots: Vec<Option<(T, Vec<u32>)>>,
     free: Vec<u32>,
-    by_name: HashMap<ToolName, u32>,
+    by_name: HashMap<ToolName, u32, RandomState>,
 }
 
 impl<T> Default for Postings<T> {
     fn default() -> Self {
         Self {
-            by_term: HashMap::new(),
+            by_term: HashMap::default(),
             slots: Vec::new(),
             free: Vec::new(),
-            by_name: HashMap::new(),
+            by_name: HashMap::default(),
         }
     }
 }

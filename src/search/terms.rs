@@ -16,6 +16,9 @@
 
 use bm25::{DefaultTokenizer, Language, Tokenizer};
 
+/// Each word's stems, by the word (see `Terms::word`).
+type StemCache = std::collections::HashMap<String, Vec<String>, foldhash::fast::RandomState>;
+
 /// Whether a camelCase word starts at `i`: a capital after a lower-case
 /// letter or digit, or the last capital of a run followed by lower case
 /// (`parseHTMLPage`: the `P`), inside a word that itself starts in lower
@@ -218,7 +221,7 @@ pub struct Terms {
     /// Each word's stems, as stemmed before: tool definitions repeat a
     /// small vocabulary, and stemming was most of the cost of indexing.
     /// Bounded: emptied when it reaches [`CACHED_WORDS`].
-    cache: std::sync::Mutex<std::collections::HashMap<String, Vec<String>>>,
+    cache: std::sync::Mutex<StemCache>,
 }
 
 /// Words whose stems [`Terms`] remembers at most (a few MB).
@@ -285,11 +288,7 @@ impl Terms {
     }
 
     /// One word's stems (none for a stop word), remembered.
-    fn word<'c>(
-        &self,
-        cache: &'c mut std::collections::HashMap<String, Vec<String>>,
-        word: &str,
-    ) -> &'c [String] {
+    fn word<'c>(&self, cache: &'c mut StemCache, word: &str) -> &'c [String] {
         if !cache.contains_key(word) {
             if cache.len() >= CACHED_WORDS {
                 cache.clear();
@@ -305,7 +304,7 @@ impl Terms {
         cache.get(word).map_or(&[], Vec::as_slice)
     }
 
-    fn cache(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Vec<String>>> {
+    fn cache(&self) -> std::sync::MutexGuard<'_, StemCache> {
         self.cache
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
