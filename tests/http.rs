@@ -10,6 +10,16 @@ fn init_body() -> Value {
            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "http-test", "version": "1"}}})
 }
 
+/// Posts `initialize` with the endpoint's token.
+async fn initialize(c: &reqwest::Client, url: &str, token: &str) -> reqwest::Response {
+    c.post(url)
+        .bearer_auth(token)
+        .json(&init_body())
+        .send()
+        .await
+        .unwrap()
+}
+
 fn client() -> reqwest::Client {
     reqwest::Client::builder().no_proxy().build().unwrap()
 }
@@ -67,13 +77,7 @@ async fn a_session_lists_and_calls_tools_over_http() {
     std::fs::write(d.root().join("a.txt"), "over http").unwrap();
     let (url, token) = d.http.clone();
     let c = client();
-    let r = c
-        .post(&url)
-        .bearer_auth(&token)
-        .json(&init_body())
-        .send()
-        .await
-        .unwrap();
+    let r = initialize(&c, &url, &token).await;
     let sid = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["result"]["protocolVersion"], "2025-06-18");
@@ -166,13 +170,7 @@ async fn a_body_over_the_limit_is_a_json_rpc_error_that_closes_the_connection() 
     assert!(message.contains("2 MiB limit"), "{message}");
     assert!(message.contains("agent socket"), "{message}");
     // The same client goes on with its next request.
-    let r = c
-        .post(&url)
-        .bearer_auth(&token)
-        .json(&init_body())
-        .send()
-        .await
-        .unwrap();
+    let r = initialize(&c, &url, &token).await;
     assert_eq!(r.status().as_u16(), 200);
     d.stop().await;
 }
