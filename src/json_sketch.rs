@@ -35,13 +35,13 @@ pub struct Sketch {
 /// # Errors
 /// The text is not JSON.
 pub fn sketch(text: &str, max_values: usize) -> Result<Sketch, serde_json::Error> {
-    let left = Cell::new(max_values);
+    let (root, left) = (Cell::new(max_values), Cell::new(max_values));
     let cut = Cell::new(false);
     let mut de = serde_json::Deserializer::from_str(text);
     let value = Seed {
         left: &left,
         cut: &cut,
-        root: Some(max_values),
+        root: Some(&root),
     }
     .deserialize(&mut de)?;
     de.end()?;
@@ -60,7 +60,7 @@ struct Seed<'a> {
     /// whatever the values before them cost, so a large first argument
     /// never hides the ones after it (a preview leads with a path that
     /// sorts after the data written to it).
-    root: Option<usize>,
+    root: Option<&'a Cell<usize>>,
 }
 
 /// Takes one value from `left`; `false` when it is spent. (A container
@@ -73,16 +73,14 @@ fn take(left: &Cell<usize>) -> bool {
 }
 
 impl<'a> Seed<'a> {
+    /// The bound this container's members and elements take from.
+    fn budget(self) -> &'a Cell<usize> {
+        self.root.unwrap_or(self.left)
+    }
+
     /// The seed of a member or element.
     fn inner(self) -> Seed<'a> {
         Seed { root: None, ..self }
-    }
-
-    /// Marks the sketch cut when a container ended early on values left.
-    fn skipped(self, any: bool) {
-        if any {
-            self.cut.set(true);
-        }
     }
 }
 
@@ -130,8 +128,7 @@ impl<'de> Visitor<'de> for Seed<'_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let own = Cell::new(self.root.unwrap_or(0));
-        let left = if self.root.is_some() { &own } else { self.left };
+        let left = self.budget();
         let mut out = Vec::new();
         while take(left) {
             match seq.next_element_seed(self.inner())? {
@@ -142,17 +139,15 @@ impl<'de> Visitor<'de> for Seed<'_> {
                 }
             }
         }
-        let mut rest = 0usize;
-        while seq.next_element::<IgnoredAny>()?.is_some() {
-            rest += 1;
+        if seq.next_element::<IgnoredAny>()?.is_some() {
+            self.cut.set(true);
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
         }
-        self.skipped(rest > 0);
         Ok(Value::Array(out))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let own = Cell::new(self.root.unwrap_or(0));
-        let left = if self.root.is_some() { &own } else { self.left };
+        let left = self.budget();
         let mut out = Map::new();
         while take(left) {
             match map.next_key::<String>()? {
@@ -166,11 +161,10 @@ impl<'de> Visitor<'de> for Seed<'_> {
                 }
             }
         }
-        let mut rest = 0usize;
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {
-            rest += 1;
+        if map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {
+            self.cut.set(true);
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
         }
-        self.skipped(rest > 0);
         Ok(Value::Object(out))
     }
 }
