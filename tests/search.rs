@@ -86,6 +86,24 @@ fn answer(r: &Value) -> Value {
     r["result"]["structuredContent"].clone()
 }
 
+/// Runs `toolgate ARGS` against `d`'s running engine and returns what it
+/// printed; fails the test, with its stderr, when it does not succeed.
+async fn cli(d: &TestDaemon, args: &[&str]) -> String {
+    let out = tokio::process::Command::new(crate::common::warden())
+        .arg("--data-dir")
+        .arg(d.data_dir())
+        .args(args)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 fn error_text(r: &Value) -> String {
     assert_eq!(r["result"]["isError"], true, "{r}");
     r["result"]["content"][0]["text"]
@@ -576,25 +594,7 @@ async fn the_console_ranks_marks_and_switches_deferral_per_client() {
 async fn the_cli_searches_and_shows_what_a_client_is_listed() {
     let d = TestDaemon::start(ON_HIDING).await;
     catalog(&d);
-    let data_dir = d.data_dir();
-    let run = |args: &'static [&'static str]| {
-        let data_dir = data_dir.clone();
-        async move {
-            let out = tokio::process::Command::new(crate::common::warden())
-                .arg("--data-dir")
-                .arg(&data_dir)
-                .args(args)
-                .output()
-                .await
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            String::from_utf8(out.stdout).unwrap()
-        }
-    };
+    let run = |args: &'static [&'static str]| cli(&d, args);
     let out = run(&["tools", "--search", "open a bug report"]).await;
     assert!(
         out.lines()
@@ -772,19 +772,7 @@ async fn a_tool_pinned_as_core_is_listed_to_a_deferring_agent_and_survives_a_res
     );
 
     // The CLI takes it back through the running engine.
-    let out = tokio::process::Command::new(crate::common::warden())
-        .arg("--data-dir")
-        .arg(d.data_dir())
-        .args(["tools", "--unpin-core", TOOL])
-        .output()
-        .await
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = cli(&d, &["tools", "--unpin-core", TOOL]).await;
     assert!(
         stdout.starts_with("github__create_issue is no longer pinned as core."),
         "{stdout}"
