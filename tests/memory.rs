@@ -23,11 +23,16 @@ struct Serve {
 
 impl Serve {
     async fn start() -> Self {
+        Self::logging("warn", Stdio::null()).await
+    }
+
+    /// Started with its log at `level`, written to `stderr`.
+    async fn logging(level: &str, stderr: Stdio) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let mut child = serve_command(dir.path(), "")
             .arg("--no-http")
-            .env("TOOLGATE_LOG", "warn")
-            .stderr(Stdio::null())
+            .env("TOOLGATE_LOG", level)
+            .stderr(stderr)
             .spawn()
             .unwrap();
         ready(&mut child, Duration::from_secs(20)).await;
@@ -287,22 +292,14 @@ async fn calls_with_huge_paths_are_refused_within_the_frame_bound() {
 // "task panicked". Logging that cannot be written is dropped instead.
 #[tokio::test]
 async fn a_stderr_that_cannot_be_written_never_fails_a_call() {
-    let dir = tempfile::tempdir().unwrap();
     let full = std::fs::OpenOptions::new()
         .write(true)
         .open("/dev/full")
         .unwrap();
-    let mut child = serve_command(dir.path(), "")
-        .arg("--no-http")
-        .env("TOOLGATE_LOG", "trace")
-        .stderr(Stdio::from(full))
-        .spawn()
-        .unwrap();
-    ready(&mut child, Duration::from_secs(20)).await;
-    let mut c = crate::common::daemon::Raw::connect(&dir.path().join("agent.sock")).await;
-    c.initialize().await;
+    let d = Serve::logging("trace", Stdio::from(full)).await;
+    let mut c = d.agent().await;
     for id in 1..=20 {
-        std::fs::write(dir.path().join(format!("root/{id}.txt")), "still here").unwrap();
+        std::fs::write(d.dir.path().join(format!("root/{id}.txt")), "still here").unwrap();
         let r = c
             .call(id, "fs_read", json!({"path": format!("{id}.txt")}))
             .await;
