@@ -119,26 +119,41 @@ impl Daemon {
         self.dir().join("data/audit.db")
     }
 
-    /// One request on each surface, none of them a tool call a policy
-    /// could hold: `tools/list` and `fs_list` of the root over the socket
-    /// and over HTTP, and the console's snapshot. A daemon that has served
-    /// nothing yet has not read most of its own program from disk; after
-    /// this, the pages of code a load runs are mostly there already, so
-    /// "idle" is a daemon at rest, and memory that stays after a load is
-    /// memory it holds.
+    /// `tool` with `args` over the socket and over HTTP (as clients named
+    /// after `client`), then the console's snapshot: one request on each
+    /// surface. Returns the socket's and the HTTP endpoint's replies.
+    ///
+    /// # Errors
+    /// A surface did not answer.
+    pub async fn each_surface(
+        &self,
+        client: &str,
+        tool: &str,
+        args: Value,
+    ) -> anyhow::Result<[Value; 2]> {
+        let mut a = crate::client::SocketAgent::connect(&self.at.socket, client).await?;
+        let (socket, _) = a.call(tool, args.clone()).await?;
+        let h = crate::client::HttpAgent::connect(&self.at, &format!("{client}-http")).await?;
+        let (http, _) = h.call(1, tool, args).await?;
+        crate::client::Console::new(&self.at).snapshot().await?;
+        Ok([socket, http])
+    }
+
+    /// [`Self::each_surface`] with `fs_list` of the root, a call no policy
+    /// holds. A daemon that has served nothing yet has not read most of
+    /// its own program from disk; after this, the pages of code a load
+    /// runs are mostly there already, so "idle" is a daemon at rest, and
+    /// memory that stays after a load is memory it holds.
     ///
     /// # Errors
     /// A surface did not answer.
     pub async fn warm_up(&self) -> anyhow::Result<()> {
-        let mut a = crate::client::SocketAgent::connect(&self.at.socket, "warm-up").await?;
-        let (r, _) = a.call("fs_list", serde_json::json!({"path": "."})).await?;
-        anyhow::ensure!(answered(&r), "socket fs_list answered {r}");
-        let h = crate::client::HttpAgent::connect(&self.at, "warm-up-http").await?;
-        let (r, _) = h
-            .call(1, "fs_list", serde_json::json!({"path": "."}))
+        let replies = self
+            .each_surface("warm-up", "fs_list", serde_json::json!({"path": "."}))
             .await?;
-        anyhow::ensure!(answered(&r), "HTTP fs_list answered {r}");
-        crate::client::Console::new(&self.at).snapshot().await?;
+        for (surface, r) in ["socket", "HTTP"].iter().zip(&replies) {
+            anyhow::ensure!(answered(r), "{surface} fs_list answered {r}");
+        }
         Ok(())
     }
 

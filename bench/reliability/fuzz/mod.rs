@@ -720,14 +720,11 @@ async fn hang_up_mid_frame(socket: &Path, n: u64) -> u64 {
 
 /// A normal call on each surface: socket, HTTP, console.
 async fn normal_calls(d: &Daemon) -> anyhow::Result<()> {
-    let mut a = SocketAgent::connect(&d.at.socket, "after-fuzz").await?;
-    let (r, _) = a.call("fs_read", json!({"path": "sub/file.txt"})).await?;
-    anyhow::ensure!(reply_text(&r) == "inside", "socket fs_read answered {r}");
-    let h = HttpAgent::connect(&d.at, "after-fuzz-http").await?;
-    let (r, _) = h
-        .call(7, "fs_read", json!({"path": "sub/file.txt"}))
+    let replies = d
+        .each_surface("after-fuzz", "fs_read", json!({"path": "sub/file.txt"}))
         .await?;
-    anyhow::ensure!(reply_text(&r) == "inside", "HTTP fs_read answered {r}");
-    Console::new(&d.at).snapshot().await?;
+    for (surface, r) in ["socket", "HTTP"].iter().zip(&replies) {
+        anyhow::ensure!(reply_text(r) == "inside", "{surface} fs_read answered {r}");
+    }
     Ok(())
 }
