@@ -130,7 +130,7 @@ impl ToolIndex {
         let fresh_len: usize = fresh.iter().map(|(_, stems)| stems.len()).sum();
         st.refit(fresh.len(), fresh_len);
         for (tool, stems) in fresh {
-            st.upsert(tool, stems);
+            st.add(tool, stems);
         }
         st.version = Some(version);
     }
@@ -254,9 +254,11 @@ impl ToolIndex {
 }
 
 impl State {
-    fn upsert(&mut self, tool: Arc<RegisteredTool>, stems: Vec<String>) {
+    /// Indexes a tool that is not indexed now (`sync` removes a changed
+    /// tool first, to count its length out of `avgdl` before weighing).
+    fn add(&mut self, tool: Arc<RegisteredTool>, stems: Vec<String>) {
         let name = tool.def.name.clone();
-        self.remove(&name);
+        debug_assert!(!self.docs.contains_key(&name), "{name} is indexed already");
         self.postings
             .upsert(&name, tool.clone(), &weights::embed(&stems, self.avgdl));
         self.total_len += stems.len();
