@@ -5,6 +5,7 @@ mod approval;
 mod barrier;
 mod barrier_attacks;
 mod bridge;
+mod build_rule;
 mod common;
 mod config_reload;
 mod console;

@@ -112,3 +112,61 @@ mod tests {
         assert_eq!(content_type("index.html"), "text/html");
     }
 }
+
+/// The rule `build.rs` follows for the embedded UI, tested here because a
+/// build script has no tests of its own.
+#[cfg(test)]
+#[path = "../../build/ui_rule.rs"]
+mod ui_rule;
+
+#[cfg(test)]
+mod build_rule_tests {
+    use super::ui_rule::{UiSource, decide};
+
+    #[test]
+    fn a_built_ui_is_embedded_in_every_profile() {
+        for profile in ["debug", "release"] {
+            assert_eq!(decide(profile, true, true, false, false), UiSource::Dist);
+        }
+    }
+
+    #[test]
+    fn debug_builds_take_the_placeholder_without_node() {
+        assert_eq!(
+            decide("debug", false, true, false, false),
+            UiSource::Placeholder
+        );
+        assert_eq!(
+            decide("debug", false, false, true, false),
+            UiSource::Placeholder
+        );
+    }
+
+    #[test]
+    fn a_release_build_without_the_ui_builds_it_or_refuses_in_one_line() {
+        assert_eq!(
+            decide("release", false, true, true, false),
+            UiSource::BuildWithNpm
+        );
+        let UiSource::Refuse(line) = decide("release", false, true, false, false) else {
+            panic!("a release build without npm must refuse");
+        };
+        assert!(!line.contains('\n'), "{line}");
+        assert!(
+            line.contains("npm --prefix ui ci && npm --prefix ui run build"),
+            "{line}"
+        );
+        let UiSource::Refuse(line) = decide("release", false, false, true, false) else {
+            panic!("a release build without ui sources must refuse");
+        };
+        assert!(line.contains("TOOLGATE_PLACEHOLDER_UI=1"), "{line}");
+    }
+
+    #[test]
+    fn a_release_build_takes_the_placeholder_only_when_asked() {
+        assert_eq!(
+            decide("release", false, true, false, true),
+            UiSource::Placeholder
+        );
+    }
+}
