@@ -11,7 +11,7 @@
 
 /// Where the UI comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum UiSource {
+pub(crate) enum UiSource {
     /// `ui/dist` is built: embed it.
     Dist,
     /// Embed the page that names the build command.
@@ -23,13 +23,13 @@ pub enum UiSource {
 }
 
 /// The command that builds the console UI from a checkout.
-pub const BUILD_COMMAND: &str = "npm --prefix ui ci && npm --prefix ui run build";
+pub(crate) const BUILD_COMMAND: &str = "npm --prefix ui ci && npm --prefix ui run build";
 
 /// What the build embeds. `profile` is cargo's `PROFILE` (`release` for
 /// release and bench builds, `debug` otherwise); `ui_sources` is whether
 /// this source tree has the UI's sources (`ui/package.json`; a packaged
 /// crate may not).
-pub fn decide(
+pub(crate) fn decide(
     profile: &str,
     dist_built: bool,
     ui_sources: bool,
