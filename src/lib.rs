@@ -15,6 +15,7 @@ pub mod cancel;
 pub mod canonical;
 pub mod client;
 pub mod config;
+pub mod connect;
 pub mod console;
 pub mod context;
 pub mod control;
