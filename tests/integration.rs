@@ -7,6 +7,7 @@ mod barrier_attacks;
 mod bridge;
 mod common;
 mod config_reload;
+mod connect;
 mod console;
 mod console_live;
 mod control;

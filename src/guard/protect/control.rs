@@ -24,8 +24,9 @@ pub const HARMLESS_SUBCOMMANDS: [&str; 1] = ["help"];
 /// barrier denies governed processes the sockets and files they need;
 /// `import` can write keychain secrets (`--store-secrets`); `call` and
 /// `mcp-bridge` would make calls as another client than the agent;
-/// `doctor` reads the config.
-pub const CONTROL_SUBCOMMANDS: [&str; 16] = [
+/// `doctor` reads the config; `connect`, `disconnect` and `hook` rewrite
+/// MCP clients' configs and agents' hook settings.
+pub const CONTROL_SUBCOMMANDS: [&str; 19] = [
     "serve",
     "console",
     "mcp-bridge",
@@ -42,6 +43,9 @@ pub const CONTROL_SUBCOMMANDS: [&str; 16] = [
     "secret",
     "audit",
     "doctor",
+    "connect",
+    "disconnect",
+    "hook",
 ];
 
 /// The name of toolgate's binary.

@@ -1,0 +1,446 @@
+//! `toolgate::connect` against realistic config files of every client
+//! (`tests/fixtures/connect/<client>/`, shaped like their docs), in a
+//! temporary HOME: connect, disconnect, edits in between, dry runs,
+//! modes, backups and malformed files.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use toolgate::connect::{self, Action, ClientId, ConnectEnv, ConnectError};
+use toolgate::secrets::{MemoryStore, SecretName, SecretStore};
+
+/// The secret values in the fixtures: none may reach toolgate's config.
+const SECRETS: &[&str] = &[
+    "ghp_fixtureToken0123456789",
+    "sntrys_fixtureToken42",
+    "patFixtureAirtableKey",
+    "fixture-cursor-api-key",
+    "ctx7-fixture-key",
+    "ghp_windsurfFixtureToken",
+    "figd_fixture",
+    "gemini-fixture-token",
+    "codex-fixture-token",
+    "zed-fixture-token",
+];
+
+/// Per client: the servers connect moves, and the ones that stay.
+fn expected(c: ClientId) -> (&'static [&'static str], &'static [&'static str]) {
+    match c {
+        ClientId::ClaudeDesktop => (&["filesystem", "github"], &[]),
+        ClientId::ClaudeCode => (&["sentry", "postgres", "airtable"], &["api-server"]),
+        ClientId::Cursor => (&["playwright", "server-name", "context7"], &[]),
+        ClientId::Vscode => (&["fetch", "github", "playwright"], &["Perplexity"]),
+        ClientId::Windsurf => (&["github", "figma", "git"], &[]),
+        ClientId::GeminiCli => (&["remote", "sseServer"], &["pythonTools"]),
+        ClientId::Codex => (&["context7", "docs", "local-http"], &["figma"]),
+        ClientId::Zed => (&["local-mcp-server", "remote-mcp-server"], &[]),
+    }
+}
+
+pub(crate) struct Home {
+    _dir: tempfile::TempDir,
+    pub(crate) home: PathBuf,
+    pub(crate) project: PathBuf,
+}
+
+impl Home {
+    /// A temporary HOME and project laid out from the client's fixtures.
+    pub(crate) fn with(client: ClientId) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let project = dir.path().join("work/app");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&project).unwrap();
+        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/connect")
+            .join(client.id());
+        copy_tree(&src.join("home"), &home, &project);
+        copy_tree(&src.join("project"), &project, &project);
+        Self {
+            _dir: dir,
+            home,
+            project,
+        }
+    }
+
+    pub(crate) fn env(&self) -> ConnectEnv {
+        ConnectEnv {
+            home: self.home.clone(),
+            xdg_config_home: self.home.join(".config"),
+            codex_home: self.home.join(".codex"),
+            projects: vec![self.project.clone()],
+            toolgate_config: self.home.join(".config/toolgate/config.toml"),
+            data_dir: self.home.join(".local/share/toolgate"),
+            data_dir_is_default: true,
+            toolgate_command: "toolgate".into(),
+            proc_root: self.home.join("no-proc"),
+        }
+    }
+
+    /// Every file under HOME and the project, by path, except toolgate's.
+    fn snapshot(&self) -> BTreeMap<PathBuf, Vec<u8>> {
+        let mut out = BTreeMap::new();
+        for root in [&self.home, &self.project] {
+            walk(root, &mut |p| {
+                if !p.starts_with(self.home.join(".config/toolgate"))
+                    && !p.starts_with(self.home.join(".local"))
+                {
+                    out.insert(p.to_owned(), std::fs::read(p).unwrap());
+                }
+            });
+        }
+        out
+    }
+}
+
+fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            walk(&p, f);
+        } else {
+            f(&p);
+        }
+    }
+}
+
+fn copy_tree(src: &Path, dst: &Path, project: &Path) {
+    walk(src, &mut |p| {
+        let to = dst.join(p.strip_prefix(src).unwrap());
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        let text = std::fs::read_to_string(p).unwrap();
+        std::fs::write(&to, text.replace("@PROJECT@", &project.to_string_lossy())).unwrap();
+    });
+}
+
+fn connect_all(env: &ConnectEnv, store: &MemoryStore, client: ClientId) -> connect::Applied {
+    let plan = connect::plan(env, client, Action::Connect).unwrap();
+    connect::apply(env, store, &plan).unwrap()
+}
+
+/// Server names in each of the client's existing files, after the fact.
+fn servers_now(env: &ConnectEnv, client: ClientId) -> Vec<(String, Vec<String>)> {
+    let st = connect::status(env);
+    let c = st.iter().find(|c| c.id == client).unwrap();
+    c.files
+        .iter()
+        .filter(|f| f.exists)
+        .map(|f| {
+            assert!(f.error.is_none(), "{:?}", f.error);
+            (
+                f.path.clone(),
+                f.servers.iter().map(|s| s.name.clone()).collect(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_client_connects_and_disconnects_byte_for_byte() {
+    for client in ClientId::ALL {
+        let h = Home::with(client);
+        let env = h.env();
+        let before = h.snapshot();
+        let (moved, stays) = expected(client);
+        let st = connect::status(&env);
+        let found = st.iter().find(|c| c.id == client).unwrap();
+        assert!(found.detected && !found.connected, "{client}");
+        // The first file is made private: its mode must survive.
+        let first = before.keys().next().unwrap().clone();
+        std::fs::set_permissions(&first, std::fs::Permissions::from_mode(0o600)).unwrap();
+
+        let store = MemoryStore::new();
+        let applied = connect_all(&env, &store, client);
+        assert!(!applied.backups.is_empty(), "{client}: backups");
+        for b in &applied.backups {
+            assert!(Path::new(b).exists(), "{client}: backup {b}");
+        }
+        let mode = std::fs::metadata(&first).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{client}: {}", first.display());
+
+        // The client's config: only the toolgate entry, plus what must stay.
+        for (path, names) in servers_now(&env, client) {
+            assert!(
+                names.contains(&"toolgate".to_owned()),
+                "{client}: {path}: {names:?}"
+            );
+            for n in &names {
+                assert!(
+                    n == "toolgate" || stays.contains(&n.as_str()) || n == "other",
+                    "{client}: {path} still has {n}"
+                );
+            }
+        }
+        // toolgate's config: the servers, secrets as references.
+        let text = std::fs::read_to_string(&env.toolgate_config).unwrap();
+        let config = toolgate::config::Config::parse(&text, &env.toolgate_config).unwrap();
+        let names: Vec<&str> = config.servers.iter().map(|s| s.name.as_str()).collect();
+        let mut want: Vec<&str> = moved.to_vec();
+        want.sort_unstable();
+        let mut got = names.clone();
+        got.sort_unstable();
+        assert_eq!(got, want, "{client}");
+        for s in SECRETS {
+            assert!(!text.contains(s), "{client}: secret in toolgate's config");
+        }
+        for spec in &config.servers {
+            for name in toolgate::secrets::referenced_names(spec) {
+                let v = store.get(&SecretName::new(&name).unwrap()).unwrap();
+                assert!(
+                    SECRETS.iter().any(|s| v.expose().contains(s)),
+                    "{client}: {name}"
+                );
+            }
+        }
+        let status = connect::status(&env);
+        assert!(status.iter().find(|c| c.id == client).unwrap().connected);
+
+        let plan = connect::plan(&env, client, Action::Disconnect).unwrap();
+        assert!(
+            plan.summary.iter().any(|s| s.contains("byte for byte")),
+            "{client}: {:?}",
+            plan.summary
+        );
+        connect::apply(&env, &store, &plan).unwrap();
+        let after = h.snapshot();
+        for (path, bytes) in &before {
+            assert_eq!(
+                after.get(path),
+                Some(bytes),
+                "{client}: {} is not restored byte for byte",
+                path.display()
+            );
+        }
+        let text = std::fs::read_to_string(&env.toolgate_config).unwrap();
+        let config = toolgate::config::Config::parse(&text, &env.toolgate_config).unwrap();
+        assert!(config.servers.is_empty(), "{client}: {text}");
+        for s in &["github_GITHUB_PERSONAL_ACCESS_TOKEN", "docs_DOCS_API_TOKEN"] {
+            assert!(
+                store.get(&SecretName::new(s).unwrap()).is_err(),
+                "{client}: {s}"
+            );
+        }
+        assert!(!connect::status(&env).iter().any(|c| c.connected));
+    }
+}
+
+#[test]
+fn an_edit_after_connect_survives_disconnect() {
+    // JSON (Cursor), JSONC with comments (Zed) and TOML (Codex).
+    for client in [ClientId::Cursor, ClientId::Zed, ClientId::Codex] {
+        let h = Home::with(client);
+        let env = h.env();
+        let store = MemoryStore::new();
+        connect_all(&env, &store, client);
+        let file = connect::status(&env)
+            .into_iter()
+            .find(|c| c.id == client)
+            .unwrap()
+            .files
+            .into_iter()
+            .find(|f| f.exists && f.servers.iter().any(|s| s.is_toolgate))
+            .unwrap()
+            .path;
+        let text = std::fs::read_to_string(&file).unwrap();
+        let edited = match client {
+            ClientId::Codex => format!(
+                "{}\n[mcp_servers.mine]\ncommand = \"my-server\"\n",
+                text.replace(
+                    "approval_policy = \"on-request\"",
+                    "approval_policy = \"never\""
+                )
+            ),
+            ClientId::Zed => text
+                .replace("\"vim_mode\": false", "\"vim_mode\": true")
+                .replace(
+                    "\"context_servers\": {",
+                    "\"context_servers\": {\n    \"mine\": { \"command\": \"my-server\" },",
+                ),
+            _ => text.replace(
+                "\"mcpServers\": {",
+                "\"mcpServers\": {\n    \"mine\": { \"command\": \"my-server\" },",
+            ),
+        };
+        assert_ne!(edited, text);
+        std::fs::write(&file, &edited).unwrap();
+
+        let plan = connect::plan(&env, client, Action::Disconnect).unwrap();
+        assert!(
+            plan.summary
+                .iter()
+                .any(|s| s.contains("keeping the changes")),
+            "{client}: {:?}",
+            plan.summary
+        );
+        connect::apply(&env, &store, &plan).unwrap();
+        let restored = std::fs::read_to_string(&file).unwrap();
+        let names = servers_now(&env, client)
+            .into_iter()
+            .find(|(p, _)| *p == file)
+            .unwrap()
+            .1;
+        assert!(names.contains(&"mine".to_owned()), "{client}: {names:?}");
+        assert!(
+            !names.contains(&"toolgate".to_owned()),
+            "{client}: {names:?}"
+        );
+        let (moved, _) = expected(client);
+        let original = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/connect")
+                .join(client.id())
+                .join("home")
+                .join(Path::new(&file).strip_prefix(&h.home).unwrap()),
+        )
+        .unwrap();
+        for m in moved.iter().filter(|m| original.contains(*m)) {
+            assert!(
+                names.contains(&(*m).to_owned()),
+                "{client}: {m} missing: {restored}"
+            );
+        }
+        match client {
+            ClientId::Codex => assert!(restored.contains("approval_policy = \"never\"")),
+            ClientId::Zed => {
+                assert!(restored.contains("\"vim_mode\": true"));
+                assert!(
+                    restored.contains("// A local server started by Zed."),
+                    "{restored}"
+                );
+            }
+            _ => {}
+        }
+        for s in SECRETS.iter().filter(|s| original.contains(*s)) {
+            assert!(
+                restored.contains(s),
+                "{client}: the secret is back in the file"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_dry_run_writes_nothing() {
+    let h = Home::with(ClientId::GeminiCli);
+    let env = h.env();
+    let before = h.snapshot();
+    let plan = connect::plan(&env, ClientId::GeminiCli, Action::Connect).unwrap();
+    assert_eq!(h.snapshot(), before);
+    assert!(!env.toolgate_config.exists());
+    assert!(!env.data_dir.exists());
+    // The diff is exact and hides the secret it moves.
+    let settings = plan
+        .files
+        .iter()
+        .find(|f| f.path.ends_with("/home/.gemini/settings.json"))
+        .unwrap();
+    assert!(
+        settings.diff.contains("+    \"toolgate\": {"),
+        "{}",
+        settings.diff
+    );
+    assert!(
+        settings.diff.contains("-    \"remote\": {"),
+        "{}",
+        settings.diff
+    );
+    assert!(
+        !settings.diff.contains("gemini-fixture-token"),
+        "{}",
+        settings.diff
+    );
+    assert!(settings.diff.contains("<secret>"), "{}", settings.diff);
+    assert!(
+        plan.notes
+            .iter()
+            .any(|n| n.contains("pythonTools") && n.contains("$MY_API_TOKEN")),
+        "{:?}",
+        plan.notes
+    );
+}
+
+#[test]
+fn a_malformed_config_is_named_with_its_line_and_nothing_is_written() {
+    let h = Home::with(ClientId::Cursor);
+    let env = h.env();
+    let file = h.home.join(".cursor/mcp.json");
+    std::fs::write(
+        &file,
+        "{\n  \"mcpServers\": {\n    \"a\": { \"command\": \"x\" \n  }\n",
+    )
+    .unwrap();
+    let before = h.snapshot();
+    let err = connect::plan(&env, ClientId::Cursor, Action::Connect).unwrap_err();
+    match &err {
+        ConnectError::Malformed { path, line, .. } => {
+            assert_eq!(path, &file);
+            assert!(*line >= 2, "{err}");
+        }
+        other => panic!("{other}"),
+    }
+    let msg = err.to_string();
+    assert!(
+        msg.contains(".cursor/mcp.json:") && msg.contains("nothing was changed"),
+        "{msg}"
+    );
+    assert_eq!(h.snapshot(), before);
+    let toml = Home::with(ClientId::Codex);
+    std::fs::write(toml.home.join(".codex/config.toml"), "model = \n").unwrap();
+    let err = connect::plan(&toml.env(), ClientId::Codex, Action::Connect).unwrap_err();
+    assert!(
+        matches!(err, ConnectError::Malformed { line: 1, .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn apply_refuses_a_plan_the_files_no_longer_match() {
+    let h = Home::with(ClientId::Windsurf);
+    let env = h.env();
+    let plan = connect::plan(&env, ClientId::Windsurf, Action::Connect).unwrap();
+    let file = h.home.join(".codeium/windsurf/mcp_config.json");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace("mcp-server-git", "mcp-server-git2")).unwrap();
+    let err = connect::apply(&env, &MemoryStore::new(), &plan).unwrap_err();
+    assert!(matches!(err, ConnectError::Stale { .. }), "{err}");
+    assert!(!env.toolgate_config.exists());
+    // Connecting twice is refused; so is disconnecting what is not connected.
+    let store = MemoryStore::new();
+    connect_all(&env, &store, ClientId::Windsurf);
+    let again = connect::plan(&env, ClientId::Windsurf, Action::Connect).unwrap_err();
+    assert!(
+        matches!(again, ConnectError::AlreadyConnected { .. }),
+        "{again}"
+    );
+    let none = connect::plan(&env, ClientId::Zed, Action::Disconnect).unwrap_err();
+    assert!(matches!(none, ConnectError::NotConnected { .. }), "{none}");
+}
+
+#[test]
+fn a_server_toolgate_already_has_is_not_added_twice() {
+    let h = Home::with(ClientId::Cursor);
+    let env = h.env();
+    std::fs::create_dir_all(env.toolgate_config.parent().unwrap()).unwrap();
+    let mine = "# my own\n[[servers]]\nname = \"pw\"\ntransport = \"stdio\"\ncommand = \"npx\"\nargs = [\"-y\", \"@playwright/mcp@latest\"]\n";
+    std::fs::write(&env.toolgate_config, mine).unwrap();
+    let plan = connect::plan(&env, ClientId::Cursor, Action::Connect).unwrap();
+    assert!(
+        plan.summary
+            .iter()
+            .any(|s| s.contains("`playwright` is already in toolgate's config as `pw`")),
+        "{:?}",
+        plan.summary
+    );
+    let store = MemoryStore::new();
+    connect::apply(&env, &store, &plan).unwrap();
+    let text = std::fs::read_to_string(&env.toolgate_config).unwrap();
+    assert!(text.starts_with(mine), "{text}");
+    assert_eq!(text.matches("[[servers]]").count(), 3, "{text}");
+    let plan = connect::plan(&env, ClientId::Cursor, Action::Disconnect).unwrap();
+    connect::apply(&env, &store, &plan).unwrap();
+    assert_eq!(std::fs::read_to_string(&env.toolgate_config).unwrap(), mine);
+}
