@@ -25,6 +25,7 @@ pub mod engine;
 pub mod error;
 pub mod events;
 pub mod guard;
+pub mod hooks;
 pub mod json_sketch;
 pub mod last_port;
 pub mod local_http;
