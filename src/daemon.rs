@@ -47,6 +47,7 @@ use crate::guard::protect::OwnFiles;
 use crate::local_http::new_token;
 use crate::mcp::http::HttpEndpoint;
 use crate::mcp::{McpServer, ServerOptions};
+use crate::console::connect::ConnectDesk;
 use crate::policy::editor::{PolicyEditor, SharedOverrides};
 use crate::secrets::open_keychain;
 use crate::setup::{self, Env, SetupError};
@@ -288,6 +289,10 @@ pub struct Daemon {
     audit: AuditLog,
     env: Env,
     editor: PolicyEditor,
+    /// The Connect view's routes; follows the watched config file like
+    /// the editor.
+    connect: ConnectDesk,
+    data_dir: PathBuf,
     events: EventFollower,
 }
 
@@ -379,6 +384,11 @@ impl Daemon {
         .upstreams(upstreams.clone())
         .start()
         .await?;
+        let connect = ConnectDesk::for_engine(
+            engine.clone(),
+            config_path.clone(),
+            opts.data_dir.clone(),
+        );
         let editor = PolicyEditor::new(
             engine.clone(),
             config_path,
@@ -422,6 +432,8 @@ impl Daemon {
             audit,
             env,
             editor,
+            connect,
+            data_dir: opts.data_dir.clone(),
             events,
         })
     }
@@ -461,6 +473,11 @@ impl Daemon {
             self.env.allowed_tools.clone(),
             overrides,
             Some(watcher.writer()),
+        );
+        self.connect = ConnectDesk::for_engine(
+            self.server.engine().clone(),
+            Some(path.to_owned()),
+            self.data_dir.clone(),
         );
         let mut configs = watcher.config();
         let mut status = watcher.status();
@@ -589,6 +606,7 @@ impl Daemon {
                         api: self.control_service.clone(),
                         auth,
                         editor: self.editor.clone(),
+                        connect: Some(self.connect.clone()),
                         ui: self.ui.clone(),
                         port: endpoint.addr().port(),
                         agent_token: token.as_str().into(),

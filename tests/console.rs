@@ -719,6 +719,7 @@ mod sse {
             api,
             auth: auth.clone(),
             editor,
+            connect: None,
             ui: UiSource::Embedded,
             port,
             agent_token: "agent".into(),
