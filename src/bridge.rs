@@ -70,6 +70,31 @@ pub async fn connect(
     Ok(UnixStream::connect(&info.agent_socket).await?)
 }
 
+/// The notification that names the client behind the bridge
+/// (`mcp-bridge --client Cursor`): the engine then calls the caller
+/// "Cursor" in approvals, Live and the audit, whatever name the client's
+/// own `initialize` gives. It is sent before anything the client says, and
+/// like that name it is the client's say only: it labels, it never grants
+/// (see `docs/agent-protocol.md`, "Client label").
+pub const CLIENT_LABEL_METHOD: &str = "notifications/toolgate/client";
+
+/// Sends [`CLIENT_LABEL_METHOD`] with `label` on `stream`; call it before
+/// [`relay`].
+///
+/// # Errors
+/// The socket write failed.
+pub async fn announce_label(stream: &mut UnixStream, label: &str) -> Result<(), BridgeError> {
+    let line = serde_json::json!({
+        "jsonrpc": "2.0",
+        "method": CLIENT_LABEL_METHOD,
+        "params": {"label": label},
+    });
+    let mut bytes = line.to_string().into_bytes();
+    bytes.push(b'\n');
+    stream.write_all(&bytes).await?;
+    Ok(())
+}
+
 /// Relays `input` → socket and socket → `output` until the socket closes.
 /// When `input` ends, the socket's write side is shut so the daemon sees
 /// EOF, and replies still in flight are relayed before returning.

@@ -444,3 +444,100 @@ fn a_server_toolgate_already_has_is_not_added_twice() {
     connect::apply(&env, &store, &plan).unwrap();
     assert_eq!(std::fs::read_to_string(&env.toolgate_config).unwrap(), mine);
 }
+
+#[test]
+fn hooks_install_beside_the_persons_own_and_come_out_exactly() {
+    for client in [ClientId::ClaudeCode, ClientId::Cursor, ClientId::GeminiCli] {
+        let h = Home::with(client);
+        let env = h.env();
+        let before = h.snapshot();
+        let status = connect::status(&env);
+        let hooks = status
+            .iter()
+            .find(|c| c.id == client)
+            .unwrap()
+            .hooks
+            .clone()
+            .unwrap();
+        assert!(!hooks.installed, "{client}");
+        let store = MemoryStore::new();
+        let plan = connect::plan(&env, client, Action::InstallHooks).unwrap();
+        assert_eq!(h.snapshot(), before, "{client}: plan wrote");
+        connect::apply(&env, &store, &plan).unwrap();
+        let text = std::fs::read_to_string(&hooks.path).unwrap();
+        let json: serde_json::Value = jsonc_value(&text);
+        let command = format!("toolgate hook run {}", client.id());
+        let agent: toolgate::hooks::HookAgent = client.id().parse().unwrap();
+        for spec in toolgate::hooks::install_spec(agent) {
+            let entries = json["hooks"][spec.event].as_array().unwrap();
+            let ours = entries.iter().any(|e| {
+                e["command"] == command.as_str()
+                    || e["hooks"]
+                        .as_array()
+                        .is_some_and(|hs| hs.iter().any(|x| x["command"] == command.as_str()))
+            });
+            assert!(ours, "{client}: {} missing in {text}", spec.event);
+        }
+        // The person's own hooks and settings are still there.
+        match client {
+            ClientId::ClaudeCode => {
+                assert!(text.contains("npx prettier --write") && text.contains("\"model\""));
+                assert_eq!(json["hooks"]["PostToolUse"].as_array().unwrap().len(), 2);
+            }
+            ClientId::Cursor => assert!(text.contains("./hooks/format.sh")),
+            _ => assert!(text.contains("\"mcpServers\"") && text.contains("\"theme\"")),
+        }
+        let st = connect::status(&env);
+        assert!(
+            st.iter()
+                .find(|c| c.id == client)
+                .unwrap()
+                .hooks
+                .as_ref()
+                .unwrap()
+                .installed
+        );
+        let again = connect::plan(&env, client, Action::InstallHooks).unwrap_err();
+        assert!(again.to_string().contains("already installed"), "{again}");
+
+        let plan = connect::plan(&env, client, Action::RemoveHooks).unwrap();
+        connect::apply(&env, &store, &plan).unwrap();
+        let after = h.snapshot();
+        for (path, bytes) in &before {
+            assert!(
+                after.get(path) == Some(bytes),
+                "{client}: {} not restored byte for byte",
+                path.display()
+            );
+        }
+    }
+    let h = Home::with(ClientId::Zed);
+    let err = connect::plan(&h.env(), ClientId::Zed, Action::InstallHooks).unwrap_err();
+    assert!(matches!(err, ConnectError::NoHooks { .. }), "{err}");
+}
+
+#[test]
+fn removing_hooks_after_the_person_edited_the_file_keeps_their_edit() {
+    let h = Home::with(ClientId::ClaudeCode);
+    let env = h.env();
+    let store = MemoryStore::new();
+    let plan = connect::plan(&env, ClientId::ClaudeCode, Action::InstallHooks).unwrap();
+    connect::apply(&env, &store, &plan).unwrap();
+    let file = h.home.join(".claude/settings.json");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace("claude-sonnet-4-5", "claude-opus-4-1")).unwrap();
+    let plan = connect::plan(&env, ClientId::ClaudeCode, Action::RemoveHooks).unwrap();
+    connect::apply(&env, &store, &plan).unwrap();
+    let after = std::fs::read_to_string(&file).unwrap();
+    assert!(after.contains("claude-opus-4-1"), "{after}");
+    assert!(!after.contains("hook run"), "{after}");
+    assert!(after.contains("npx prettier --write"), "{after}");
+    let json = jsonc_value(&after);
+    assert!(json["hooks"].get("PreToolUse").is_none(), "{after}");
+    assert_eq!(json["hooks"]["PostToolUse"].as_array().unwrap().len(), 1);
+}
+
+fn jsonc_value(text: &str) -> serde_json::Value {
+    let root = jsonc_parser::cst::CstRootNode::parse(text, &Default::default()).unwrap();
+    root.value().unwrap().to_serde_value().unwrap()
+}

@@ -409,9 +409,14 @@ struct OwnBridge {
 
 impl OwnBridge {
     fn start(socket: &Path) -> Self {
+        Self::start_with(socket, &[])
+    }
+
+    fn start_with(socket: &Path, extra: &[&str]) -> Self {
         let mut child = Command::new(TOOLGATE)
             .args(["mcp-bridge", "--socket"])
             .arg(socket)
+            .args(extra)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .kill_on_drop(true)
@@ -535,6 +540,57 @@ async fn a_bridged_caller_is_the_program_that_started_the_bridge() {
         .unwrap();
     let r = own.reply(1).await;
     assert_eq!(kind(&r), "denied", "{r}");
+    d.stop().await;
+}
+
+/// `mcp-bridge --client Cursor` names the caller "Cursor" whatever the
+/// client's own `initialize` says: the name connect writes into a client's
+/// config is the one people read in approvals and the audit.
+#[tokio::test]
+async fn a_bridge_started_with_a_client_label_names_the_caller_by_it() {
+    let d = TestDaemon::start("").await;
+    let approvals = d.engine.approvals().unwrap().clone();
+    let mut events = d.engine.subscribe();
+    let mut own = OwnBridge::start_with(&d.socket, &["--client", "Cursor"]);
+    own.send(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "cursor-vscode", "version": "1.7"}}}),
+    )
+    .await;
+    own.reply(0).await;
+    own.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await;
+    own.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "shell_exec", "arguments": {"command": "echo labelled"}}}))
+        .await;
+    let (id, caller) = next_request(&mut events).await;
+    assert_eq!(caller.client_name.as_deref(), Some("Cursor"), "{caller:?}");
+    assert!(
+        caller.short().starts_with("Cursor (pid "),
+        "{}",
+        caller.short()
+    );
+    approvals
+        .deny(id, Some("only looking".into()))
+        .await
+        .unwrap();
+    let r = own.reply(1).await;
+    assert_eq!(kind(&r), "denied", "{r}");
+
+    // A label that comes after initialize changes nothing.
+    own.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/toolgate/client",
+        "params": {"label": "Someone Else"}}),
+    )
+    .await;
+    own.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "shell_exec", "arguments": {"command": "echo again"}}}))
+        .await;
+    let (id, caller) = next_request(&mut events).await;
+    assert_eq!(caller.client_name.as_deref(), Some("Cursor"), "{caller:?}");
+    approvals.deny(id, None).await.unwrap();
+    own.reply(2).await;
     d.stop().await;
 }
 

@@ -112,6 +112,10 @@ pub struct Conn {
     client: Mutex<Option<String>>,
     /// Counts the client among those connected (agent connections only).
     presence: Mutex<Option<crate::search::clients::ClientPresence>>,
+    /// The label `mcp-bridge --client` sent before `initialize`
+    /// ([`crate::bridge::CLIENT_LABEL_METHOD`]): the caller's name in place
+    /// of the one `initialize` gives.
+    label: Mutex<Option<String>>,
 }
 
 impl Conn {
@@ -129,6 +133,7 @@ impl Conn {
             open: None,
             client: Mutex::new(None),
             presence: Mutex::new(None),
+            label: Mutex::new(None),
         }
     }
 
@@ -190,10 +195,35 @@ impl Conn {
     fn set_client(&self, name: &str, version: &str) {
         // Every event of the connection's calls names the client: an
         // agent's say of what it is called cannot make them large.
-        let named = crate::events::event_text(&format!("{name} {version}")).into_owned();
+        let label = self
+            .label
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let named = match label {
+            Some(label) => label,
+            None => crate::events::event_text(&format!("{name} {version}")).into_owned(),
+        };
         self.set_caller(|c| c.client_name = Some(named));
         *self.client.lock().unwrap_or_else(PoisonError::into_inner) =
             Some(crate::events::event_text(name).into_owned());
+    }
+
+    /// Takes `label` as the client's name, when it comes before
+    /// `initialize` (the bridge sends it first); later it is ignored, so
+    /// the calls of one connection never change names midway.
+    fn set_label(&self, label: &str) {
+        if self.initialized.load(Ordering::Acquire) || self.client().is_some() {
+            tracing::debug!("ignored a client label sent after initialize");
+            return;
+        }
+        let label = label.trim();
+        if label.is_empty() || label.chars().any(char::is_control) {
+            tracing::debug!("ignored an empty or control-character client label");
+            return;
+        }
+        *self.label.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some(crate::events::event_text(label).into_owned());
     }
 
     /// The connection now holds agent id `id` (see [`crate::agent_ids`]):
@@ -449,6 +479,11 @@ impl McpServer {
             "notifications/cancelled" => {
                 if let Some(id) = params.as_ref().and_then(|p| p.get("requestId")) {
                     conn.cancel_request(id);
+                }
+            }
+            crate::bridge::CLIENT_LABEL_METHOD => {
+                if let Some(label) = params.as_ref().and_then(|p| p["label"].as_str()) {
+                    conn.set_label(label);
                 }
             }
             _ => tracing::debug!("ignored notification {method}"),

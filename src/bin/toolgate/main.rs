@@ -91,6 +91,11 @@ enum Command {
         /// owns the data dir.
         #[arg(long)]
         spawn: bool,
+        /// Name the client behind the bridge ("Cursor"): approvals, Live
+        /// and the audit call the caller this, whatever the client's own
+        /// MCP name is. A label only: it grants nothing.
+        #[arg(long, value_name = "NAME")]
+        client: Option<String>,
     },
     /// List the tools agents can see.
     Tools {
@@ -291,7 +296,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             serve::serve(&cli, http, *detach, ui_dir.clone()).await
         }
         Command::Console { print } => inspect::console(&cli, *print).await,
-        Command::McpBridge { spawn } => serve::bridge(&cli, *spawn).await,
+        Command::McpBridge { spawn, client } => {
+            serve::bridge(&cli, *spawn, client.as_deref()).await
+        }
         Command::Tools {
             pin_core: Some(name),
             json,

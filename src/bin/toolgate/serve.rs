@@ -118,7 +118,11 @@ pub(crate) async fn serve(
     Ok(ExitCode::SUCCESS)
 }
 
-pub(crate) async fn bridge(cli: &Cli, spawn: bool) -> anyhow::Result<ExitCode> {
+pub(crate) async fn bridge(
+    cli: &Cli,
+    spawn: bool,
+    label: Option<&str>,
+) -> anyhow::Result<ExitCode> {
     let data_dir = client_data_dir(cli);
     let default = default_socket(&data_dir);
     let target = discovery::locate(cli.socket.as_deref(), &data_dir, &default).await;
@@ -131,7 +135,10 @@ pub(crate) async fn bridge(cli: &Cli, spawn: bool) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
-    let stream = toolgate::bridge::connect(&target, plan.as_ref()).await?;
+    let mut stream = toolgate::bridge::connect(&target, plan.as_ref()).await?;
+    if let Some(label) = label {
+        toolgate::bridge::announce_label(&mut stream, label).await?;
+    }
     // Relaying ends when the MCP client stops reading (it exited): the
     // daemon then cancels the calls it left.
     let gone = toolgate::bridge::reader_gone(std::io::stdout().as_fd())
