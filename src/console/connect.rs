@@ -45,6 +45,17 @@ pub struct ApplyBody {
     pub plan: Plan,
 }
 
+/// `GET /api/connect/clients`' answer.
+#[derive(Debug, Clone, serde::Serialize, ts_rs::TS)]
+#[ts(rename = "ConnectClients")]
+pub struct ClientsView {
+    /// The HOME the clients were looked for in, so paths under it can be
+    /// shown as `~/...`, as the CLI does.
+    pub home: String,
+    /// Every known client, found or not, in the engine's order.
+    pub clients: Vec<ClientStatus>,
+}
+
 type EnvFn = dyn Fn() -> ConnectEnv + Send + Sync;
 type StoreFn = dyn Fn() -> Box<dyn SecretStore> + Send + Sync;
 
@@ -92,9 +103,16 @@ impl ConnectDesk {
     }
 
     /// `GET /api/connect/clients`: every known client, found or not.
-    pub async fn status(&self) -> ApiResult<Vec<ClientStatus>> {
+    pub async fn status(&self) -> ApiResult<ClientsView> {
         let env = self.env.clone();
-        blocking(move || Ok(connect::status(&env()))).await
+        blocking(move || {
+            let env = env();
+            Ok(ClientsView {
+                home: env.home.to_string_lossy().into_owned(),
+                clients: connect::status(&env),
+            })
+        })
+        .await
     }
 
     /// `POST /api/connect/plan`: what an action would change. Writes

@@ -67,7 +67,10 @@ async fn the_desk_lists_plans_applies_and_undoes_on_blocking_threads() {
     let desk = desk(home.path(), store.clone());
 
     let all = desk.status().await.unwrap();
-    let cursor = all.iter().find(|c| c.id == ClientId::Cursor).unwrap();
+    assert_eq!(all.home, home.path().to_string_lossy());
+    let cursor = all
+        .clients
+        .iter().find(|c| c.id == ClientId::Cursor).unwrap();
     assert!(cursor.detected && !cursor.connected);
     let names: Vec<&str> = cursor
         .files
@@ -96,7 +99,7 @@ async fn the_desk_lists_plans_applies_and_undoes_on_blocking_threads() {
             .contains("k-123456"),
         "the secret went to the keychain, not toolgate's file"
     );
-    let cursor = desk.status().await.unwrap();
+    let cursor = desk.status().await.unwrap().clients;
     assert!(cursor.iter().any(|c| c.id == ClientId::Cursor && c.connected));
 
     let undo = desk

@@ -347,7 +347,7 @@ export function install(): Demo {
       return answer('allow', 'preset:default', 'Low risk runs without asking under the default preset.');
     }
     if (p === '/api/connect') return json(fx.connectInfo());
-    if (p === '/api/connect/clients') return json(connectClients);
+    if (p === '/api/connect/clients') return json({ home: '/home/ada', clients: connectClients });
     if (p === '/api/connect/plan') {
       const b = body as ConnectPlanBody;
       return json(fx.connectPlan(b.client, b.action));

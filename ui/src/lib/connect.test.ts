@@ -16,6 +16,7 @@ import {
   sentence,
   serverLook,
   step,
+  tilde,
 } from './connect';
 
 const all = connectClients();
@@ -97,6 +98,15 @@ describe('connect view logic', () => {
     expect(o.restart).toBe(plan.restart);
     expect(o.lines).toEqual(['Backup: `/h/a.json.bak`']);
     expect(o.warnings).toHaveLength(1);
+  });
+
+  it('shows paths under HOME as ~/..., and no other', () => {
+    expect(tilde('/home/ada/.cursor/mcp.json', '/home/ada')).toBe('~/.cursor/mcp.json');
+    expect(tilde('/home/ada/.cursor/mcp.json', '/home/ada/')).toBe('~/.cursor/mcp.json');
+    expect(tilde('/home/adam/x.json', '/home/ada')).toBe('/home/adam/x.json');
+    expect(tilde('/etc/x.json', '/')).toBe('/etc/x.json');
+    expect(tilde('/etc/x.json', null)).toBe('/etc/x.json');
+    expect(outcome({ plan: connectPlan('cursor', 'connect'), backups: ['/home/ada/a.bak'], warnings: [] }, '/home/ada').lines).toEqual(['Backup: `~/a.bak`']);
   });
 
   it('moves with j/k and stops at the ends', () => {

@@ -81,6 +81,13 @@ export function existing(c: ClientStatus): FileStatus[] {
   return c.files.filter((f) => f.exists);
 }
 
+/** A path under `home` as `~/...`, as the CLI shows it; any other path as it is. */
+export function tilde(path: string, home: string | null | undefined): string {
+  if (!home || home === '/') return path;
+  const h = home.replace(/\/+$/, '');
+  return path === h ? '~' : path.startsWith(`${h}/`) ? `~${path.slice(h.length)}` : path;
+}
+
 /** The word of a scope as a heading's tag. */
 export function scopeWord(s: ConfigScope): string {
   return s === 'user' ? 'User' : s === 'project' ? 'Project' : 'Local';
@@ -150,10 +157,10 @@ const DONE: Record<ConnectAction, (name: string) => string> = {
   remove_hooks: (n) => `toolgate's hooks are removed from ${n}`,
 };
 
-export function outcome(a: ConnectApplied): Outcome {
+export function outcome(a: ConnectApplied, home?: string | null): Outcome {
   return {
     title: DONE[a.plan.action](a.plan.client_name),
-    lines: a.backups.map((b) => `Backup: \`${b}\``),
+    lines: a.backups.map((b) => `Backup: \`${tilde(b, home)}\``),
     restart: a.plan.restart,
     warnings: a.warnings,
   };

@@ -12,7 +12,7 @@ describe('Connect view', () => {
   it('lists the clients found, folds the others with where toolgate looked, and reviews the diff before connecting', async () => {
     let clients = connectClients();
     const calls = fakeEngine((c) => {
-      if (c.path === '/api/connect/clients') return clients;
+      if (c.path === '/api/connect/clients') return { home: '/home/ada', clients };
       if (c.path === '/api/connect/plan') {
         const b = c.body as ConnectPlanBody;
         return connectPlan(b.client, b.action);
@@ -27,7 +27,7 @@ describe('Connect view', () => {
 
     // The first client found is open: its file, its servers, "running".
     const detail = document.querySelector('[data-detail="claude-desktop"]')!;
-    expect(detail.textContent).toContain('/home/ada/.config/Claude/claude_desktop_config.json');
+    expect(detail.textContent).toContain('~/.config/Claude/claude_desktop_config.json');
     expect([...detail.querySelectorAll('[data-server]')].map((s) => s.getAttribute('data-server'))).toEqual(['filesystem', 'github']);
     expect(detail.textContent).toContain('Not connected');
     expect(detail.textContent).toContain('Running');
@@ -40,7 +40,7 @@ describe('Connect view', () => {
     await fireEvent.click(document.querySelector('[data-client="zed"] button')!);
     const zed = document.querySelector('[data-detail="zed"]')!;
     expect(zed.textContent).toContain('toolgate looked for these files and found none');
-    expect(zed.textContent).toContain('/home/ada/.config/zed/settings.json');
+    expect(zed.textContent).toContain('~/.config/zed/settings.json');
     expect(zed.querySelector('[data-action]')).toBeNull();
     await fireEvent.click(document.querySelector('[data-client="claude-desktop"] button')!);
     act(() => {
@@ -88,7 +88,7 @@ describe('Connect view', () => {
 
   it("keeps what it found, greyed, when the engine stops answering, and says so", async () => {
     let up = true;
-    fakeEngine((c) => (up || c.path !== '/api/connect/clients' ? connectClients() : new Response('nope', { status: 502 })));
+    fakeEngine((c) => (up || c.path !== '/api/connect/clients' ? { home: '/home/ada', clients: connectClients() } : new Response('nope', { status: 502 })));
     const t = testStore();
     render(Connect, { context: t.context });
     await waitFor(() => expect(rowIds().length).toBe(3));

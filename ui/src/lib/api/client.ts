@@ -16,11 +16,11 @@ import type {
   AuditQuery,
   CallDetail,
   ClientId,
-  ClientStatus,
   ClientView,
   ConnectAction,
   ConnectApplied,
   ConnectApplyBody,
+  ConnectClients,
   ConnectInfo,
   ConnectPlan,
   ConnectPlanBody,
@@ -254,8 +254,8 @@ export const api = {
   putPolicy: (body: PolicyPut) => request<Applied>('PUT', '/api/policy', body),
   testPolicy: (body: PolicyTestInput) => request<PolicyTestResult>('POST', '/api/policy/test', body),
   connect: () => request<ConnectInfo>('GET', '/api/connect'),
-  /** Every MCP client the engine knows, found on this machine or not, with its files, servers and hooks. */
-  clients: () => request<ClientStatus[]>('GET', '/api/connect/clients'),
+  /** Every MCP client the engine knows, found on this machine or not, with its files, servers and hooks; the HOME looked in. */
+  clients: () => request<ConnectClients>('GET', '/api/connect/clients'),
   /** What an action on a client would change, one diff per file; writes nothing. */
   connectPlan: (client: ClientId, action: ConnectAction) =>
     request<ConnectPlan>('POST', '/api/connect/plan', { client, action } satisfies ConnectPlanBody),

@@ -41,6 +41,7 @@ export type { ConfigScope } from '../../bindings/ConfigScope';
 export type { ConnectAction } from '../../bindings/ConnectAction';
 export type { ConnectApplied } from '../../bindings/ConnectApplied';
 export type { ConnectApplyBody } from '../../bindings/ConnectApplyBody';
+export type { ConnectClients } from '../../bindings/ConnectClients';
 export type { ConnectPlan } from '../../bindings/ConnectPlan';
 export type { ConnectPlanBody } from '../../bindings/ConnectPlanBody';
 export type { FilePlan } from '../../bindings/FilePlan';
