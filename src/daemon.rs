@@ -38,6 +38,7 @@ use crate::audit::{AuditError, AuditLog};
 use crate::barrier::credential::Credential;
 use crate::config::Config;
 use crate::config::watch::{ConfigWatcher, Overrides, ReloadStatus};
+use crate::console::connect::{ConnectDesk, EnginePlaces};
 use crate::console::{self, Console, ConsoleAuth, UiSource};
 use crate::control::socket::{ControlSocket, LoginLinks};
 use crate::control::{Control, ControlError, EngineInfo as ControlInfo, EngineMode};
@@ -47,7 +48,6 @@ use crate::guard::protect::OwnFiles;
 use crate::local_http::new_token;
 use crate::mcp::http::HttpEndpoint;
 use crate::mcp::{McpServer, ServerOptions};
-use crate::console::connect::ConnectDesk;
 use crate::policy::editor::{PolicyEditor, SharedOverrides};
 use crate::secrets::open_keychain;
 use crate::setup::{self, Env, SetupError};
@@ -292,7 +292,7 @@ pub struct Daemon {
     /// The Connect view's routes; follows the watched config file like
     /// the editor.
     connect: ConnectDesk,
-    data_dir: PathBuf,
+    connect_places: EnginePlaces,
     events: EventFollower,
 }
 
@@ -330,6 +330,7 @@ impl Daemon {
         let approvals = Approvals::open(&audit, events.clone(), ApprovalOptions::default()).await?;
         let servers = config.servers.clone();
         let config_path = config.path.clone();
+        let roots = config.builtin.roots.clone();
         let a2 = audit.clone();
         let env = opts.env(&config);
         let engine = setup::engine_with(config, &env, |b| {
@@ -384,11 +385,12 @@ impl Daemon {
         .upstreams(upstreams.clone())
         .start()
         .await?;
-        let connect = ConnectDesk::for_engine(
-            engine.clone(),
-            config_path.clone(),
-            opts.data_dir.clone(),
-        );
+        let connect_places = EnginePlaces {
+            engine: engine.clone(),
+            config_file: config_path.clone(),
+            data_dir: opts.data_dir.clone(),
+            roots: roots.clone(),
+        };
         let editor = PolicyEditor::new(
             engine.clone(),
             config_path,
@@ -432,8 +434,8 @@ impl Daemon {
             audit,
             env,
             editor,
-            connect,
-            data_dir: opts.data_dir.clone(),
+            connect: ConnectDesk::for_engine(connect_places.clone()),
+            connect_places,
             events,
         })
     }
@@ -474,11 +476,8 @@ impl Daemon {
             overrides,
             Some(watcher.writer()),
         );
-        self.connect = ConnectDesk::for_engine(
-            self.server.engine().clone(),
-            Some(path.to_owned()),
-            self.data_dir.clone(),
-        );
+        self.connect_places.config_file = Some(path.to_owned());
+        self.connect = ConnectDesk::for_engine(self.connect_places.clone());
         let mut configs = watcher.config();
         let mut status = watcher.status();
         let (engine, upstreams) = (self.server.engine().clone(), self.upstreams.clone());

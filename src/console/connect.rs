@@ -21,7 +21,9 @@ use serde::Deserialize;
 
 use super::api::ApiResult;
 use super::error::{ApiError, Code};
-use crate::connect::{self, Action, Applied, ClientId, ClientStatus, ConnectEnv, ConnectError, Plan};
+use crate::connect::{
+    self, Action, Applied, ClientId, ClientStatus, ConnectEnv, ConnectError, Plan,
+};
 use crate::secrets::SecretStore;
 
 /// `POST /api/connect/plan`'s body.
@@ -56,6 +58,41 @@ pub struct ClientsView {
     pub clients: Vec<ClientStatus>,
 }
 
+/// Where a running engine's connect works: this process's HOME, the
+/// engine's config file (the one it watches, so connected servers start by
+/// themselves), its data dir, and as projects (whose project-scope client
+/// files count) the policy's project directories and the built-in tools'
+/// roots (`--root`), which a person names for the project they work in.
+#[derive(Debug, Clone)]
+pub struct EnginePlaces {
+    /// The engine, for its policy's project directories as now.
+    pub engine: crate::Engine,
+    /// The config file connect adds servers to.
+    pub config_file: Option<PathBuf>,
+    /// The engine's data dir (undo records).
+    pub data_dir: PathBuf,
+    /// The built-in tools' roots.
+    pub roots: Vec<PathBuf>,
+}
+
+impl EnginePlaces {
+    /// The environment for one request: the project directories as the
+    /// policy has them now.
+    pub fn env(&self) -> ConnectEnv {
+        let mut projects = self.engine.policy().load().config.project_dirs.clone();
+        for r in &self.roots {
+            if !projects.contains(r) {
+                projects.push(r.clone());
+            }
+        }
+        ConnectEnv::from_process(
+            projects,
+            self.config_file.clone(),
+            Some(self.data_dir.clone()),
+        )
+    }
+}
+
 type EnvFn = dyn Fn() -> ConnectEnv + Send + Sync;
 type StoreFn = dyn Fn() -> Box<dyn SecretStore> + Send + Sync;
 
@@ -85,21 +122,9 @@ impl ConnectDesk {
         }
     }
 
-    /// The engine's desk: this process's HOME, the engine's config file
-    /// (the one it watches, so connected servers start by themselves) and
-    /// data dir, the policy's project directories, the OS keychain.
-    pub fn for_engine(
-        engine: crate::Engine,
-        config_file: Option<PathBuf>,
-        data_dir: PathBuf,
-    ) -> Self {
-        Self::new(
-            move || {
-                let projects = engine.policy().load().config.project_dirs.clone();
-                ConnectEnv::from_process(projects, config_file.clone(), Some(data_dir.clone()))
-            },
-            crate::secrets::open_keychain,
-        )
+    /// The engine's desk ([`EnginePlaces`]), with the OS keychain.
+    pub fn for_engine(places: EnginePlaces) -> Self {
+        Self::new(move || places.env(), crate::secrets::open_keychain)
     }
 
     /// `GET /api/connect/clients`: every known client, found or not.

@@ -70,7 +70,9 @@ async fn the_desk_lists_plans_applies_and_undoes_on_blocking_threads() {
     assert_eq!(all.home, home.path().to_string_lossy());
     let cursor = all
         .clients
-        .iter().find(|c| c.id == ClientId::Cursor).unwrap();
+        .iter()
+        .find(|c| c.id == ClientId::Cursor)
+        .unwrap();
     assert!(cursor.detected && !cursor.connected);
     let names: Vec<&str> = cursor
         .files
@@ -83,8 +85,16 @@ async fn the_desk_lists_plans_applies_and_undoes_on_blocking_threads() {
         .plan(plan_body(ClientId::Cursor, Action::Connect))
         .await
         .unwrap();
-    assert_eq!(std::fs::read_to_string(&file).unwrap(), CURSOR, "a plan writes nothing");
-    assert!(plan.files.iter().any(|f| f.diff.contains("+") && f.path == file.to_string_lossy()));
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        CURSOR,
+        "a plan writes nothing"
+    );
+    assert!(
+        plan.files
+            .iter()
+            .any(|f| f.diff.contains("+") && f.path == file.to_string_lossy())
+    );
     assert!(
         plan.files.iter().all(|f| !f.diff.contains("k-123456")),
         "the secret never shows in a diff"
@@ -92,7 +102,11 @@ async fn the_desk_lists_plans_applies_and_undoes_on_blocking_threads() {
 
     let applied = desk.apply(ApplyBody { plan }).await.unwrap();
     assert!(!applied.backups.is_empty());
-    assert!(std::fs::read_to_string(&file).unwrap().contains("mcp-bridge"));
+    assert!(
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .contains("mcp-bridge")
+    );
     assert!(
         !std::fs::read_to_string(home.path().join(".config/toolgate/config.toml"))
             .unwrap()
@@ -100,7 +114,11 @@ async fn the_desk_lists_plans_applies_and_undoes_on_blocking_threads() {
         "the secret went to the keychain, not toolgate's file"
     );
     let cursor = desk.status().await.unwrap().clients;
-    assert!(cursor.iter().any(|c| c.id == ClientId::Cursor && c.connected));
+    assert!(
+        cursor
+            .iter()
+            .any(|c| c.id == ClientId::Cursor && c.connected)
+    );
 
     let undo = desk
         .plan(plan_body(ClientId::Cursor, Action::Disconnect))
@@ -125,7 +143,11 @@ async fn a_plan_overtaken_by_an_edit_is_a_conflict_and_writes_nothing() {
     let e = desk.apply(ApplyBody { plan }).await.unwrap_err();
     assert_eq!(e.code, Code::Conflict);
     assert_eq!(e.code.status(), axum::http::StatusCode::CONFLICT);
-    assert!(e.message.contains(&*file.to_string_lossy()), "{}", e.message);
+    assert!(
+        e.message.contains(&*file.to_string_lossy()),
+        "{}",
+        e.message
+    );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), edited);
 }
 
@@ -139,7 +161,11 @@ async fn engine_refusals_keep_their_line_and_get_a_code_a_client_can_act_on() {
         .await
         .unwrap_err();
     assert_eq!(e.code, Code::Stale);
-    assert!(e.message.starts_with("Zed was not connected by toolgate"), "{}", e.message);
+    assert!(
+        e.message.starts_with("Zed was not connected by toolgate"),
+        "{}",
+        e.message
+    );
     // Hooks for a client without a hook system: a request that makes no sense.
     let e = desk
         .plan(plan_body(ClientId::Zed, Action::InstallHooks))

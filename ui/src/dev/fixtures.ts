@@ -904,6 +904,15 @@ export function connectClients(): ClientStatus[] {
           servers: [{ name: 'toolgate', transport: 'stdio', target: 'toolgate mcp-bridge --client "Claude Code"', is_toolgate: true, stays: null }],
         },
         {
+          // The same file again: Claude Code keeps each project's local servers in ~/.claude.json.
+          path: `${HOME}/.claude.json`,
+          scope: 'local',
+          project: `${HOME}/src/billing`,
+          exists: true,
+          error: null,
+          servers: [{ name: 'toolgate', transport: 'stdio', target: 'toolgate mcp-bridge --client "Claude Code"', is_toolgate: true, stays: null }],
+        },
+        {
           path: `${HOME}/src/billing/.mcp.json`,
           scope: 'project',
           project: `${HOME}/src/billing`,

@@ -62,7 +62,7 @@ describe('connect view logic', () => {
   it("marks toolgate's bridge and the servers that stay, and counts only the ones connect moves", () => {
     const code = byId('claude-code');
     const [bridge] = code.files[0]!.servers;
-    const [sentry] = code.files[1]!.servers;
+    const [sentry] = code.files[2]!.servers;
     expect(serverLook(bridge!)?.word).toBe("toolgate's bridge");
     expect(serverLook(sentry!)?.word).toBe('Stays in the client');
     expect(movable(code)).toEqual([]);

@@ -48,6 +48,8 @@ describe('Connect view', () => {
     });
     await waitFor(() => expect(document.querySelector('[data-detail="claude-code"]')).not.toBeNull());
     expect(document.querySelector('[data-server="toolgate"]')?.textContent).toContain("toolgate's bridge");
+    // One file, two scopes: both shown.
+    expect([...document.querySelectorAll('[data-detail="claude-code"] section.file')].map((f) => f.getAttribute('data-scope'))).toEqual(['user', 'local', 'project']);
     expect(document.querySelector('[data-server="sentry"]')?.textContent).toContain('Uses ${SENTRY_TOKEN}, which only the client can fill in.');
 
     // `c` on a connected client does nothing; back to Claude Desktop, `c` opens the review.
@@ -77,7 +79,7 @@ describe('Connect view', () => {
     // jsdom does not open a <dialog>: its content is there, but hidden from role queries.
     expect(document.querySelector('p.restart')?.textContent).toContain('Claude Desktop is running.');
     const apply = document.querySelector<HTMLButtonElement>('[data-apply]')!;
-    expect(apply.textContent).toContain('Apply: connect');
+    expect(apply.textContent?.trim()).toBe('Apply');
     await fireEvent.click(apply);
     await waitFor(() => expect(document.querySelector('[data-outcome="claude-desktop"]')).not.toBeNull());
     expect(calls.filter((c) => c.path === '/api/connect/apply')).toHaveLength(1);
