@@ -144,6 +144,7 @@ export function connectedWhen(stamp: string | null, timeZone?: string): string |
 
 /** The outcome of an apply, as one note: what was done, where the backups are, what to do next. */
 export interface Outcome {
+  action: ConnectAction;
   title: string;
   lines: string[];
   restart: string | null;
@@ -159,6 +160,7 @@ const DONE: Record<ConnectAction, (name: string) => string> = {
 
 export function outcome(a: ConnectApplied, home?: string | null): Outcome {
   return {
+    action: a.plan.action,
     title: DONE[a.plan.action](a.plan.client_name),
     lines: a.backups.map((b) => `Backup: \`${tilde(b, home)}\``),
     restart: a.plan.restart,
