@@ -541,3 +541,133 @@ fn jsonc_value(text: &str) -> serde_json::Value {
     let root = jsonc_parser::cst::CstRootNode::parse(text, &Default::default()).unwrap();
     root.value().unwrap().to_serde_value().unwrap()
 }
+
+/// The entry connect writes, started the way a client built on the
+/// official Python SDK starts it, reaches the client's server through a
+/// real `toolgate serve` found from HOME alone, and the engine names the
+/// caller by the client.
+#[tokio::test]
+async fn the_rewritten_entry_reaches_the_same_tools_under_the_clients_name() {
+    use crate::common::python::python_str;
+    const TOOLGATE: &str = env!("CARGO_BIN_EXE_toolgate");
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let project = dir.path().join("app");
+    std::fs::create_dir_all(home.join(".cursor")).unwrap();
+    std::fs::create_dir_all(&project).unwrap();
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/py_server.py");
+    let mcp_json = home.join(".cursor/mcp.json");
+    std::fs::write(
+        &mcp_json,
+        serde_json::to_string_pretty(&serde_json::json!({"mcpServers": {
+            "py": {"command": python_str(), "args": [server]}
+        }}))
+        .unwrap(),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        std::process::Command::new(TOOLGATE)
+            .args(args)
+            .env_clear()
+            .env("HOME", &home)
+            .env("PATH", "/usr/bin:/bin")
+            .current_dir(&project)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["connect", "cursor", "--yes"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&mcp_json).unwrap()).unwrap();
+    let entry = &config["mcpServers"]["toolgate"];
+    assert_eq!(
+        entry["args"],
+        serde_json::json!(["mcp-bridge", "--client", "Cursor"])
+    );
+    assert_eq!(
+        config["mcpServers"].as_object().unwrap().len(),
+        1,
+        "{config}"
+    );
+
+    // The person's policy lets the moved server's `add` run unasked.
+    let config_path = home.join(".config/toolgate/config.toml");
+    let mut toml = std::fs::read_to_string(&config_path).unwrap();
+    assert!(toml.contains("name = \"py\""), "{toml}");
+    toml.push_str("\n[[policy.rules]]\ntool = \"py__add\"\nverdict = \"allow\"\n");
+    std::fs::write(&config_path, toml).unwrap();
+    let runtime = dir.path().join("run");
+    std::fs::create_dir_all(&runtime).unwrap();
+    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let mut serve = tokio::process::Command::new(TOOLGATE)
+        .args(["serve", "--no-http"])
+        .env_clear()
+        .env("HOME", &home)
+        .env("PATH", "/usr/bin:/bin")
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    crate::common::serve::ready(&mut serve, std::time::Duration::from_secs(30)).await;
+    // The engine starts the moved server from its config: wait until its
+    // tools are listed.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let tools = run(&["tools", "--json"]);
+        if String::from_utf8_lossy(&tools.stdout).contains("py__add") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "py__add never listed: {}",
+            String::from_utf8_lossy(&tools.stderr)
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    // The client runs as the person: their HOME, nothing else of ours.
+    let out = tokio::process::Command::new(crate::common::python::python())
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/connect_client.py"))
+        .arg(&mcp_json)
+        .args(["mcpServers", "py__add", r#"{"a": 2, "b": 3}"#])
+        .env_clear()
+        .env("HOME", &home)
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tools: Vec<&str> = seen["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t.as_str())
+        .collect();
+    assert!(
+        tools.contains(&"py__add") && tools.contains(&"py__counter"),
+        "{seen}"
+    );
+    // The answer, trust-wrapped as toolgate wraps external output.
+    assert!(seen["text"].as_str().unwrap().contains("\n5\n"), "{seen}");
+    assert_eq!(seen["is_error"], false, "{seen}");
+    let audit = run(&["audit", "--json", "--limit", "5"]);
+    let rows = String::from_utf8_lossy(&audit.stdout);
+    let named = rows.lines().any(|l| {
+        let row: serde_json::Value = serde_json::from_str(l).unwrap_or_default();
+        row["tool"] == "py__add" && row["caller"].to_string().contains("Cursor")
+    });
+    assert!(named, "the audit names the caller Cursor: {rows}");
+    let pid = rustix::process::Pid::from_raw(serve.id().unwrap() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(20), serve.wait()).await;
+}
