@@ -671,3 +671,109 @@ async fn the_rewritten_entry_reaches_the_same_tools_under_the_clients_name() {
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
     let _ = tokio::time::timeout(std::time::Duration::from_secs(20), serve.wait()).await;
 }
+
+/// `toolgate` as a person runs it, in their HOME.
+fn cli(h: &Home, args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(args)
+        .env_clear()
+        .env("HOME", &h.home)
+        .env("PATH", "/usr/bin:/bin")
+        .current_dir(&h.project)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_cli_lists_shows_the_diff_and_never_writes_unasked() {
+    let h = Home::with(ClientId::Vscode);
+    let before = h.snapshot();
+    let (code, out, _) = cli(&h, &["connect"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("VS Code (vscode): not connected"), "{out}");
+    assert!(
+        out.contains("Claude Desktop (claude-desktop): not found"),
+        "{out}"
+    );
+    assert!(out.contains("~/.config/Code/User/mcp.json:"), "{out}");
+    assert!(
+        out.contains("Perplexity: stays in the client: it uses `${input:perplexity-key}`"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Claude Code (claude-code): not found, hooks not installed"),
+        "{out}"
+    );
+
+    let (code, out, _) = cli(&h, &["connect", "vscode", "--dry-run"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("+    \"toolgate\": {"), "{out}");
+    assert!(
+        out.contains("\"args\": [\"mcp-bridge\", \"--client\", \"VS Code\"]"),
+        "{out}"
+    );
+    assert!(out.contains("Dry run: nothing was written."), "{out}");
+
+    // No terminal and no --yes: refused, nothing written.
+    let (code, _, err) = cli(&h, &["connect", "vscode"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("pass --yes"), "{err}");
+    assert_eq!(h.snapshot(), before);
+    assert!(!h.home.join(".config/toolgate").exists());
+
+    let (code, _, err) = cli(&h, &["connect", "vs-code"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("unknown client `vs-code`; one of claude-desktop,"),
+        "{err}"
+    );
+
+    let (code, out, _) = cli(&h, &["hook", "install", "claude-code", "--dry-run"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("--- /dev/null\n+++ b"), "{out}");
+    assert!(out.contains("hook run claude-code"), "{out}");
+    assert!(!h.home.join(".claude").exists());
+
+    std::fs::write(
+        h.home.join(".config/Code/User/mcp.json"),
+        "{\n  \"servers\": {\n    \"a\": { \"command\": \"x\" ]\n  }\n}\n",
+    )
+    .unwrap();
+    let (code, _, err) = cli(&h, &["connect", "vscode", "--yes"]);
+    assert_eq!(code, 2);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("/.config/Code/User/mcp.json:3:") && err.contains("nothing was changed"),
+        "{err}"
+    );
+}
+
+/// Gemini CLI keeps its MCP servers and its hooks in one file: connect,
+/// hook install, disconnect and hook remove in that order leave it as it
+/// was, each undo keeping what the other added.
+#[test]
+fn mcp_and_hooks_in_one_file_undo_independently() {
+    let h = Home::with(ClientId::GeminiCli);
+    let env = h.env();
+    let store = MemoryStore::new();
+    let file = h.home.join(".gemini/settings.json");
+    let original = std::fs::read_to_string(&file).unwrap();
+    for action in [Action::Connect, Action::InstallHooks, Action::Disconnect] {
+        let plan = connect::plan(&env, ClientId::GeminiCli, action).unwrap();
+        connect::apply(&env, &store, &plan).unwrap();
+    }
+    let mid = jsonc_value(&std::fs::read_to_string(&file).unwrap());
+    assert!(mid["hooks"]["BeforeTool"].is_array(), "{mid}");
+    assert!(mid["mcpServers"]["remote"].is_object(), "{mid}");
+    assert!(mid["mcpServers"].get("toolgate").is_none(), "{mid}");
+    let plan = connect::plan(&env, ClientId::GeminiCli, Action::RemoveHooks).unwrap();
+    connect::apply(&env, &store, &plan).unwrap();
+    let end = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(jsonc_value(&end), jsonc_value(&original), "{end}");
+}
