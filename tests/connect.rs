@@ -108,7 +108,7 @@ fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) {
     }
 }
 
-fn copy_tree(src: &Path, dst: &Path, project: &Path) {
+pub(crate) fn copy_tree(src: &Path, dst: &Path, project: &Path) {
     walk(src, &mut |p| {
         let to = dst.join(p.strip_prefix(src).unwrap());
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
@@ -776,4 +776,55 @@ fn mcp_and_hooks_in_one_file_undo_independently() {
     connect::apply(&env, &store, &plan).unwrap();
     let end = std::fs::read_to_string(&file).unwrap();
     assert_eq!(jsonc_value(&end), jsonc_value(&original), "{end}");
+}
+
+/// Claude Desktop and Windsurf both run the same GitHub server: the second
+/// connect reuses it, and it stays in toolgate's config (with its secret)
+/// until the last of the two disconnects.
+#[test]
+fn a_server_two_clients_share_leaves_with_the_last_of_them() {
+    let h = Home::with(ClientId::ClaudeDesktop);
+    let ws = Home::with(ClientId::Windsurf);
+    copy_tree(&ws.home, &h.home, &h.project);
+    let env = h.env();
+    let store = MemoryStore::new();
+    connect_all(&env, &store, ClientId::ClaudeDesktop);
+    let plan = connect::plan(&env, ClientId::Windsurf, Action::Connect).unwrap();
+    assert!(
+        plan.summary
+            .iter()
+            .any(|s| s.contains("`github` is already in toolgate's config as `github`")),
+        "{:?}",
+        plan.summary
+    );
+    connect::apply(&env, &store, &plan).unwrap();
+    let secret = SecretName::new("github_GITHUB_PERSONAL_ACCESS_TOKEN").unwrap();
+    let names = |env: &ConnectEnv| -> Vec<String> {
+        let text = std::fs::read_to_string(&env.toolgate_config).unwrap();
+        toolgate::config::Config::parse(&text, &env.toolgate_config)
+            .unwrap()
+            .servers
+            .into_iter()
+            .map(|s| s.name)
+            .collect()
+    };
+    let plan = connect::plan(&env, ClientId::ClaudeDesktop, Action::Disconnect).unwrap();
+    assert!(
+        plan.notes
+            .iter()
+            .any(|n| n.contains("`github` stays in toolgate's config: Windsurf uses it too")),
+        "{:?}",
+        plan.notes
+    );
+    connect::apply(&env, &store, &plan).unwrap();
+    assert!(names(&env).contains(&"github".to_owned()));
+    assert!(!names(&env).contains(&"filesystem".to_owned()));
+    assert!(
+        store.get(&secret).is_ok(),
+        "the shared server's secret stays"
+    );
+    let plan = connect::plan(&env, ClientId::Windsurf, Action::Disconnect).unwrap();
+    connect::apply(&env, &store, &plan).unwrap();
+    assert!(names(&env).is_empty(), "{:?}", names(&env));
+    assert!(store.get(&secret).is_err(), "gone with the last client");
 }

@@ -215,6 +215,8 @@ pub(crate) struct Prepared {
     summary: Vec<String>,
     notes: Vec<String>,
     record: RecordChange,
+    /// Other clients' records that change too (a shared server handed over).
+    record_updates: Vec<(PathBuf, record::Record)>,
     secrets_set: Vec<(String, crate::secrets::Secret)>,
     secrets_delete: Vec<String>,
 }
@@ -447,6 +449,9 @@ fn execute(p: Prepared, plan: Plan, store: &dyn SecretStore) -> Result<Applied, 
                 .find(|(w, _)| w.path == f.path)
                 .and_then(|(_, wr)| wr.backup.clone());
         }
+        record::save(path, r)?;
+    }
+    for (path, r) in &p.record_updates {
         record::save(path, r)?;
     }
     let warnings = delete_secrets(store, p.secrets_delete.iter());
