@@ -549,6 +549,9 @@ pub(super) fn disconnect(env: &ConnectEnv, client: ClientId) -> Result<Prepared,
     })
 }
 
+/// Other clients' undo records to save, with where.
+type RecordUpdates = Vec<(PathBuf, Record)>;
+
 /// The servers `rec`'s disconnect takes out of toolgate's config, and the
 /// other clients' records that take over the ones they rely on (so the
 /// last of them to disconnect removes the server, and its secrets).
@@ -556,7 +559,7 @@ fn hand_over(
     env: &ConnectEnv,
     rec: &Record,
     notes: &mut Vec<String>,
-) -> Result<(Vec<String>, Vec<(PathBuf, Record)>), ConnectError> {
+) -> Result<(Vec<String>, RecordUpdates), ConnectError> {
     let mut others = record::others(env, rec.client)?;
     let text = read(&env.toolgate_config)?.unwrap_or_default();
     let config = toolgate_config::current(&text, &env.toolgate_config)?;
@@ -569,14 +572,14 @@ fn hand_over(
         };
         heir.reused_servers.retain(|n| n != name);
         heir.toolgate_servers.push(name.clone());
-        // The server's secrets are named after it (`<server>_<KEY>`).
-        let prefix = format!("{name}_");
-        heir.secrets.extend(
-            rec.secrets
-                .iter()
-                .filter(|s| s.starts_with(&prefix))
-                .cloned(),
-        );
+        let uses: Vec<String> = config
+            .servers
+            .iter()
+            .filter(|s| s.name == *name)
+            .flat_map(crate::secrets::referenced_names)
+            .collect();
+        heir.secrets
+            .extend(rec.secrets.iter().filter(|s| uses.contains(s)).cloned());
         notes.push(format!(
             "`{name}` stays in toolgate's config: {} uses it too.",
             heir.client.display_name()
