@@ -8,6 +8,7 @@ mod allocator;
 mod calls;
 mod config_cmd;
 mod decide;
+mod hook_cmd;
 mod inspect;
 mod serve;
 
@@ -82,6 +83,12 @@ enum Command {
         /// Only print the one-time login URL.
         #[arg(long)]
         print: bool,
+    },
+    /// Coding agents' hooks: what their settings run before and after
+    /// each of their own tools.
+    Hook {
+        #[command(subcommand)]
+        cmd: hook_cmd::HookCmd,
     },
     /// Relay stdio to the daemon's socket, for stdio-only MCP clients.
     McpBridge {
@@ -268,6 +275,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Console { print } => inspect::console(&cli, *print).await,
         Command::McpBridge { spawn } => serve::bridge(&cli, *spawn).await,
+        Command::Hook { cmd } => hook_cmd::run(&cli, cmd).await,
         Command::Tools {
             pin_core: Some(name),
             json,

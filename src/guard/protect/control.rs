@@ -23,12 +23,14 @@ pub const HARMLESS_SUBCOMMANDS: [&str; 1] = ["help"];
 /// and arguments, the audit log) is the control plane's, and the OS
 /// barrier denies governed processes the sockets and files they need;
 /// `import` can write keychain secrets (`--store-secrets`); `call` and
-/// `mcp-bridge` would make calls as another client than the agent;
-/// `doctor` reads the config.
-pub const CONTROL_SUBCOMMANDS: [&str; 16] = [
+/// `mcp-bridge` would make calls as another client than the agent, and
+/// `hook` would answer for another agent's tools; `doctor` reads the
+/// config.
+pub const CONTROL_SUBCOMMANDS: [&str; 17] = [
     "serve",
     "console",
     "mcp-bridge",
+    "hook",
     "tools",
     "call",
     "breakers",
