@@ -828,3 +828,79 @@ fn a_server_two_clients_share_leaves_with_the_last_of_them() {
     assert!(names(&env).is_empty(), "{:?}", names(&env));
     assert!(store.get(&secret).is_err(), "gone with the last client");
 }
+
+/// What `toolgate hook install` writes is what the agent runs: the
+/// installed command, run through a shell with the agent's documented
+/// payload on stdin, answers in the agent's format (here the fallback of
+/// an engine that is not running: hand the decision back to the agent).
+#[test]
+fn the_installed_hook_command_answers_as_the_agent_runs_it() {
+    for (client, payload) in [
+        (ClientId::ClaudeCode, "claude-code/pre_tool_use_bash.json"),
+        (ClientId::Cursor, "cursor/before_shell_execution.json"),
+        (ClientId::GeminiCli, "gemini-cli/before_tool_shell.json"),
+    ] {
+        let h = Home::with(client);
+        let before = h.snapshot();
+        let (code, _, err) = cli(&h, &["hook", "install", client.id(), "--yes"]);
+        assert_eq!(code, 0, "{client}: {err}");
+        let agent: toolgate::hooks::HookAgent = client.id().parse().unwrap();
+        let settings = connect::hooks::settings_path(&h.env(), agent);
+        let json = jsonc_value(&std::fs::read_to_string(&settings).unwrap());
+        let gate = toolgate::hooks::install_spec(agent)[0].event;
+        let entry = json["hooks"][gate]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .clone();
+        let command = entry["command"]
+            .as_str()
+            .or(entry["hooks"][0]["command"].as_str())
+            .unwrap()
+            .to_owned();
+        assert!(
+            command.ends_with(&format!(" hook run {}", client.id())),
+            "{command}"
+        );
+        let payload = std::fs::read(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/hooks")
+                .join(payload),
+        )
+        .unwrap();
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", &command])
+            .env_clear()
+            .env("HOME", &h.home)
+            .env("PATH", "/usr/bin:/bin")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), &payload).unwrap();
+        let out = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stdout.contains("\"ask\"") && !stdout.contains("allow"),
+            "{client}: {stdout}"
+        );
+        assert!(
+            stderr.contains("toolgate is not running"),
+            "{client}: {stderr}"
+        );
+
+        let (code, _, err) = cli(&h, &["hook", "remove", client.id(), "--yes"]);
+        assert_eq!(code, 0, "{client}: {err}");
+        let after = h.snapshot();
+        for (path, bytes) in &before {
+            assert!(
+                after.get(path) == Some(bytes),
+                "{client}: {}",
+                path.display()
+            );
+        }
+    }
+}
