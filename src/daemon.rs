@@ -661,6 +661,13 @@ async fn own_audit_log(data_dir: &std::path::Path) -> Result<AuditLog, DaemonErr
 /// Shutdown steps 1–3 (module doc), while `serving` (the listeners and
 /// their connections, already told to stop accepting) winds down.
 async fn wind_down(server: &McpServer, mut serving: Pin<&mut impl Future<Output = ()>>) {
+    // Agents' calls allowed through their hooks wait for an after-hook
+    // that can no longer reach this engine: they end now, each audited.
+    server
+        .engine()
+        .hook_gates()
+        .close(CancelReason::Shutdown)
+        .await;
     if let Some(approvals) = server.engine().approvals() {
         let n = approvals.close(CancelReason::Shutdown);
         if n > 0 {

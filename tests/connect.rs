@@ -108,7 +108,7 @@ fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) {
     }
 }
 
-fn copy_tree(src: &Path, dst: &Path, project: &Path) {
+pub(crate) fn copy_tree(src: &Path, dst: &Path, project: &Path) {
     walk(src, &mut |p| {
         let to = dst.join(p.strip_prefix(src).unwrap());
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
@@ -540,4 +540,367 @@ fn removing_hooks_after_the_person_edited_the_file_keeps_their_edit() {
 fn jsonc_value(text: &str) -> serde_json::Value {
     let root = jsonc_parser::cst::CstRootNode::parse(text, &Default::default()).unwrap();
     root.value().unwrap().to_serde_value().unwrap()
+}
+
+/// The entry connect writes, started the way a client built on the
+/// official Python SDK starts it, reaches the client's server through a
+/// real `toolgate serve` found from HOME alone, and the engine names the
+/// caller by the client.
+#[tokio::test]
+async fn the_rewritten_entry_reaches_the_same_tools_under_the_clients_name() {
+    use crate::common::python::python_str;
+    const TOOLGATE: &str = env!("CARGO_BIN_EXE_toolgate");
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let project = dir.path().join("app");
+    std::fs::create_dir_all(home.join(".cursor")).unwrap();
+    std::fs::create_dir_all(&project).unwrap();
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/py_server.py");
+    let mcp_json = home.join(".cursor/mcp.json");
+    std::fs::write(
+        &mcp_json,
+        serde_json::to_string_pretty(&serde_json::json!({"mcpServers": {
+            "py": {"command": python_str(), "args": [server]}
+        }}))
+        .unwrap(),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        std::process::Command::new(TOOLGATE)
+            .args(args)
+            .env_clear()
+            .env("HOME", &home)
+            .env("PATH", "/usr/bin:/bin")
+            .current_dir(&project)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["connect", "cursor", "--yes"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&mcp_json).unwrap()).unwrap();
+    let entry = &config["mcpServers"]["toolgate"];
+    assert_eq!(
+        entry["args"],
+        serde_json::json!(["mcp-bridge", "--client", "Cursor"])
+    );
+    assert_eq!(
+        config["mcpServers"].as_object().unwrap().len(),
+        1,
+        "{config}"
+    );
+
+    // The person's policy lets the moved server's `add` run unasked.
+    let config_path = home.join(".config/toolgate/config.toml");
+    let mut toml = std::fs::read_to_string(&config_path).unwrap();
+    assert!(toml.contains("name = \"py\""), "{toml}");
+    toml.push_str("\n[[policy.rules]]\ntool = \"py__add\"\nverdict = \"allow\"\n");
+    std::fs::write(&config_path, toml).unwrap();
+    let runtime = dir.path().join("run");
+    std::fs::create_dir_all(&runtime).unwrap();
+    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let mut serve = tokio::process::Command::new(TOOLGATE)
+        .args(["serve", "--no-http"])
+        .env_clear()
+        .env("HOME", &home)
+        .env("PATH", "/usr/bin:/bin")
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    crate::common::serve::ready(&mut serve, std::time::Duration::from_secs(30)).await;
+    // The engine starts the moved server from its config: wait until its
+    // tools are listed.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let tools = run(&["tools", "--json"]);
+        if String::from_utf8_lossy(&tools.stdout).contains("py__add") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "py__add never listed: {}",
+            String::from_utf8_lossy(&tools.stderr)
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    // The client runs as the person: their HOME, nothing else of ours.
+    let out = tokio::process::Command::new(crate::common::python::python())
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/connect_client.py"))
+        .arg(&mcp_json)
+        .args(["mcpServers", "py__add", r#"{"a": 2, "b": 3}"#])
+        .env_clear()
+        .env("HOME", &home)
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tools: Vec<&str> = seen["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t.as_str())
+        .collect();
+    assert!(
+        tools.contains(&"py__add") && tools.contains(&"py__counter"),
+        "{seen}"
+    );
+    // The answer, trust-wrapped as toolgate wraps external output.
+    assert!(seen["text"].as_str().unwrap().contains("\n5\n"), "{seen}");
+    assert_eq!(seen["is_error"], false, "{seen}");
+    let audit = run(&["audit", "--json", "--limit", "5"]);
+    let rows = String::from_utf8_lossy(&audit.stdout);
+    let named = rows.lines().any(|l| {
+        let row: serde_json::Value = serde_json::from_str(l).unwrap_or_default();
+        row["tool"] == "py__add" && row["caller"].to_string().contains("Cursor")
+    });
+    assert!(named, "the audit names the caller Cursor: {rows}");
+    let pid = rustix::process::Pid::from_raw(serve.id().unwrap() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(20), serve.wait()).await;
+}
+
+/// `toolgate` as a person runs it, in their HOME.
+fn cli(h: &Home, args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(args)
+        .env_clear()
+        .env("HOME", &h.home)
+        .env("PATH", "/usr/bin:/bin")
+        .current_dir(&h.project)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_cli_lists_shows_the_diff_and_never_writes_unasked() {
+    let h = Home::with(ClientId::Vscode);
+    let before = h.snapshot();
+    let (code, out, _) = cli(&h, &["connect"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("VS Code (vscode): not connected"), "{out}");
+    assert!(
+        out.contains("Claude Desktop (claude-desktop): not found"),
+        "{out}"
+    );
+    assert!(out.contains("~/.config/Code/User/mcp.json:"), "{out}");
+    assert!(
+        out.contains("Perplexity: stays in the client: it uses `${input:perplexity-key}`"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Claude Code (claude-code): not found, hooks not installed"),
+        "{out}"
+    );
+
+    let (code, out, _) = cli(&h, &["connect", "vscode", "--dry-run"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("+    \"toolgate\": {"), "{out}");
+    assert!(
+        out.contains("\"args\": [\"mcp-bridge\", \"--client\", \"VS Code\"]"),
+        "{out}"
+    );
+    assert!(out.contains("Dry run: nothing was written."), "{out}");
+
+    // No terminal and no --yes: refused, nothing written.
+    let (code, _, err) = cli(&h, &["connect", "vscode"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("pass --yes"), "{err}");
+    assert_eq!(h.snapshot(), before);
+    assert!(!h.home.join(".config/toolgate").exists());
+
+    let (code, _, err) = cli(&h, &["connect", "vs-code"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("unknown client `vs-code`; one of claude-desktop,"),
+        "{err}"
+    );
+
+    let (code, out, _) = cli(&h, &["hook", "install", "claude-code", "--dry-run"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("--- /dev/null\n+++ b"), "{out}");
+    assert!(out.contains("hook run claude-code"), "{out}");
+    assert!(!h.home.join(".claude").exists());
+
+    std::fs::write(
+        h.home.join(".config/Code/User/mcp.json"),
+        "{\n  \"servers\": {\n    \"a\": { \"command\": \"x\" ]\n  }\n}\n",
+    )
+    .unwrap();
+    let (code, _, err) = cli(&h, &["connect", "vscode", "--yes"]);
+    assert_eq!(code, 2);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("/.config/Code/User/mcp.json:3:") && err.contains("nothing was changed"),
+        "{err}"
+    );
+}
+
+/// Gemini CLI keeps its MCP servers and its hooks in one file: connect,
+/// hook install, disconnect and hook remove in that order leave it as it
+/// was, each undo keeping what the other added.
+#[test]
+fn mcp_and_hooks_in_one_file_undo_independently() {
+    let h = Home::with(ClientId::GeminiCli);
+    let env = h.env();
+    let store = MemoryStore::new();
+    let file = h.home.join(".gemini/settings.json");
+    let original = std::fs::read_to_string(&file).unwrap();
+    for action in [Action::Connect, Action::InstallHooks, Action::Disconnect] {
+        let plan = connect::plan(&env, ClientId::GeminiCli, action).unwrap();
+        connect::apply(&env, &store, &plan).unwrap();
+    }
+    let mid = jsonc_value(&std::fs::read_to_string(&file).unwrap());
+    assert!(mid["hooks"]["BeforeTool"].is_array(), "{mid}");
+    assert!(mid["mcpServers"]["remote"].is_object(), "{mid}");
+    assert!(mid["mcpServers"].get("toolgate").is_none(), "{mid}");
+    let plan = connect::plan(&env, ClientId::GeminiCli, Action::RemoveHooks).unwrap();
+    connect::apply(&env, &store, &plan).unwrap();
+    let end = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(jsonc_value(&end), jsonc_value(&original), "{end}");
+}
+
+/// Claude Desktop and Windsurf both run the same GitHub server: the second
+/// connect reuses it, and it stays in toolgate's config (with its secret)
+/// until the last of the two disconnects.
+#[test]
+fn a_server_two_clients_share_leaves_with_the_last_of_them() {
+    let h = Home::with(ClientId::ClaudeDesktop);
+    let ws = Home::with(ClientId::Windsurf);
+    copy_tree(&ws.home, &h.home, &h.project);
+    let env = h.env();
+    let store = MemoryStore::new();
+    connect_all(&env, &store, ClientId::ClaudeDesktop);
+    let plan = connect::plan(&env, ClientId::Windsurf, Action::Connect).unwrap();
+    assert!(
+        plan.summary
+            .iter()
+            .any(|s| s.contains("`github` is already in toolgate's config as `github`")),
+        "{:?}",
+        plan.summary
+    );
+    connect::apply(&env, &store, &plan).unwrap();
+    let secret = SecretName::new("github_GITHUB_PERSONAL_ACCESS_TOKEN").unwrap();
+    let names = |env: &ConnectEnv| -> Vec<String> {
+        let text = std::fs::read_to_string(&env.toolgate_config).unwrap();
+        toolgate::config::Config::parse(&text, &env.toolgate_config)
+            .unwrap()
+            .servers
+            .into_iter()
+            .map(|s| s.name)
+            .collect()
+    };
+    let plan = connect::plan(&env, ClientId::ClaudeDesktop, Action::Disconnect).unwrap();
+    assert!(
+        plan.notes
+            .iter()
+            .any(|n| n.contains("`github` stays in toolgate's config: Windsurf uses it too")),
+        "{:?}",
+        plan.notes
+    );
+    connect::apply(&env, &store, &plan).unwrap();
+    assert!(names(&env).contains(&"github".to_owned()));
+    assert!(!names(&env).contains(&"filesystem".to_owned()));
+    assert!(
+        store.get(&secret).is_ok(),
+        "the shared server's secret stays"
+    );
+    let plan = connect::plan(&env, ClientId::Windsurf, Action::Disconnect).unwrap();
+    connect::apply(&env, &store, &plan).unwrap();
+    assert!(names(&env).is_empty(), "{:?}", names(&env));
+    assert!(store.get(&secret).is_err(), "gone with the last client");
+}
+
+/// What `toolgate hook install` writes is what the agent runs: the
+/// installed command, run through a shell with the agent's documented
+/// payload on stdin, answers in the agent's format (here the fallback of
+/// an engine that is not running: hand the decision back to the agent).
+#[test]
+fn the_installed_hook_command_answers_as_the_agent_runs_it() {
+    for (client, payload) in [
+        (ClientId::ClaudeCode, "claude-code/pre_tool_use_bash.json"),
+        (ClientId::Cursor, "cursor/before_shell_execution.json"),
+        (ClientId::GeminiCli, "gemini-cli/before_tool_shell.json"),
+    ] {
+        let h = Home::with(client);
+        let before = h.snapshot();
+        let (code, _, err) = cli(&h, &["hook", "install", client.id(), "--yes"]);
+        assert_eq!(code, 0, "{client}: {err}");
+        let agent: toolgate::hooks::HookAgent = client.id().parse().unwrap();
+        let settings = connect::hooks::settings_path(&h.env(), agent);
+        let json = jsonc_value(&std::fs::read_to_string(&settings).unwrap());
+        let gate = toolgate::hooks::install_spec(agent)[0].event;
+        let entry = json["hooks"][gate]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .clone();
+        let command = entry["command"]
+            .as_str()
+            .or(entry["hooks"][0]["command"].as_str())
+            .unwrap()
+            .to_owned();
+        assert!(
+            command.ends_with(&format!(" hook run {}", client.id())),
+            "{command}"
+        );
+        let payload = std::fs::read(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/hooks")
+                .join(payload),
+        )
+        .unwrap();
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", &command])
+            .env_clear()
+            .env("HOME", &h.home)
+            .env("PATH", "/usr/bin:/bin")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), &payload).unwrap();
+        let out = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stdout.contains("\"ask\"") && !stdout.contains("allow"),
+            "{client}: {stdout}"
+        );
+        assert!(
+            stderr.contains("toolgate is not running"),
+            "{client}: {stderr}"
+        );
+
+        let (code, _, err) = cli(&h, &["hook", "remove", client.id(), "--yes"]);
+        assert_eq!(code, 0, "{client}: {err}");
+        let after = h.snapshot();
+        for (path, bytes) in &before {
+            assert!(
+                after.get(path) == Some(bytes),
+                "{client}: {}",
+                path.display()
+            );
+        }
+    }
 }

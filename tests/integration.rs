@@ -14,6 +14,7 @@ mod control;
 mod discovery;
 mod fair_breakers;
 mod file_modes;
+mod hooks;
 mod http;
 mod identity;
 mod lifecycle;

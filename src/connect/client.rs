@@ -116,7 +116,7 @@ impl ClientId {
     pub fn doc_url(self) -> &'static str {
         match self {
             Self::ClaudeDesktop => "https://modelcontextprotocol.io/quickstart/user",
-            Self::ClaudeCode => "https://docs.anthropic.com/en/docs/claude-code/mcp",
+            Self::ClaudeCode => "https://code.claude.com/docs/en/mcp",
             Self::Cursor => "https://cursor.com/docs/mcp",
             Self::Vscode => {
                 "https://code.visualstudio.com/docs/copilot/reference/mcp-configuration"

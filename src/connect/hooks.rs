@@ -147,6 +147,7 @@ pub(super) fn install(env: &ConnectEnv, client: ClientId) -> Result<Prepared, Co
             backup: None,
         }],
         toolgate_servers: Vec::new(),
+        reused_servers: Vec::new(),
         secrets: Vec::new(),
         hook_command: Some(command),
     };
@@ -162,6 +163,7 @@ pub(super) fn install(env: &ConnectEnv, client: ClientId) -> Result<Prepared, Co
         summary,
         notes: Vec::new(),
         record: RecordChange::Save(record_path, Box::new(rec)),
+        record_updates: Vec::new(),
         secrets_set: Vec::new(),
         secrets_delete: Vec::new(),
     })
@@ -220,6 +222,7 @@ pub(super) fn remove(env: &ConnectEnv, client: ClientId) -> Result<Prepared, Con
         summary,
         notes: Vec::new(),
         record: RecordChange::Remove(record_path),
+        record_updates: Vec::new(),
         secrets_set: Vec::new(),
         secrets_delete: Vec::new(),
     })

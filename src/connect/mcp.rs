@@ -113,6 +113,7 @@ struct Moves {
     secret_names: HashSet<String>,
     added: Vec<NewServer>,
     reused: Vec<(String, String)>,
+    moved: Vec<String>,
     notes: Vec<String>,
 }
 
@@ -144,6 +145,7 @@ impl Moves {
             secret_names,
             added: Vec::new(),
             reused: Vec::new(),
+            moved: Vec::new(),
             notes: Vec::new(),
         })
     }
@@ -151,6 +153,7 @@ impl Moves {
     /// Takes `m` (called `name` in the client) into toolgate's config,
     /// unless the same server is there already.
     fn take(&mut self, name: &str, m: &entry::Movable, origin: &str) {
+        self.moved.push(name.to_owned());
         if let Some((.., existing)) = self
             .specs
             .iter()
@@ -266,78 +269,13 @@ pub(super) fn connect(env: &ConnectEnv, client: ClientId) -> Result<Prepared, Co
     let mut moves = Moves::new(env, config_before.as_deref().unwrap_or(""))?;
     let mut writes = Vec::new();
     let mut files = Vec::new();
-    let mut moved_names = Vec::new();
     let mut looked = Vec::new();
     for (path, locs) in by_file(catalog::locations(client, env)) {
         looked.push(show(env, &path));
-        let Some(before) = read(&path)? else { continue };
-        let dialect = locs[0].dialect;
-        let mut doc = Doc::parse(&before, &path, dialect)?;
-        let mut maps = Vec::new();
-        for loc in &locs {
-            let Some(entries) = doc.entries(&loc.keys) else {
-                continue;
-            };
-            let origin = format!("{} ({})", client.display_name(), show(env, &path));
-            let mut moved = Vec::new();
-            for (name, v) in &entries {
-                if name == BRIDGE_KEY {
-                    moved.push(name.clone());
-                    continue;
-                }
-                if is_bridge(v) {
-                    moves.notes.push(format!(
-                        "`{name}` in {} already goes through toolgate.",
-                        show(env, &path)
-                    ));
-                    continue;
-                }
-                match entry::read(dialect, v) {
-                    Ok(m) => {
-                        moves.take(name, &m, &origin);
-                        moved.push(name.clone());
-                        moved_names.push(name.clone());
-                    }
-                    Err(why) => moves
-                        .notes
-                        .push(format!("`{name}` stays in {}: it {why}.", show(env, &path))),
-                }
-            }
-            if moved.iter().all(|n| n == BRIDGE_KEY) {
-                continue;
-            }
-            match &mut doc {
-                Doc::Json(root) => {
-                    if let Some(obj) = jsonc::map(root, &loc.keys) {
-                        jsonc::replace(&obj, &moved, BRIDGE_KEY, bridge_json(env, client, dialect));
-                    }
-                }
-                Doc::Toml(d) => {
-                    tomlfile::replace(d, &loc.keys, &moved, BRIDGE_KEY, bridge_toml(env, client));
-                }
-            }
-            maps.push(MapRecord {
-                keys: loc.keys.clone(),
-                moved,
-            });
+        if let Some((write, file)) = connect_file(env, client, &path, &locs, &mut moves)? {
+            writes.push(write);
+            files.push(file);
         }
-        if maps.is_empty() {
-            continue;
-        }
-        let after = doc.text();
-        files.push(FileRecord {
-            path: path.clone(),
-            original: Some(before.clone()),
-            written_sha256: record::sha256(&after),
-            maps,
-            backup: None,
-        });
-        writes.push(FileWrite {
-            path,
-            role: FileRole::Client,
-            before: Some(before),
-            after,
-        });
     }
     if writes.is_empty() {
         return Err(ConnectError::NothingToConnect {
@@ -345,8 +283,11 @@ pub(super) fn connect(env: &ConnectEnv, client: ClientId) -> Result<Prepared, Co
             files: looked.join(", "),
         });
     }
-    let config_text = config_before.clone().unwrap_or_default();
-    let config_after = toolgate_config::add(&config_text, &moves.config_path, &moves.added)?;
+    let config_after = toolgate_config::add(
+        config_before.as_deref().unwrap_or(""),
+        &moves.config_path,
+        &moves.added,
+    )?;
     toolgate_config::check(&config_after, &moves.config_path)?;
     if !moves.added.is_empty() {
         writes.push(FileWrite {
@@ -361,48 +302,14 @@ pub(super) fn connect(env: &ConnectEnv, client: ClientId) -> Result<Prepared, Co
         .iter()
         .flat_map(|s| s.secrets.iter().cloned())
         .collect();
-    let mut summary = vec![format!(
-        "Move {} from {} into toolgate: {}.",
-        count(moved_names.len(), "server"),
-        client.display_name(),
-        moved_names.join(", ")
-    )];
-    for (name, existing) in &moves.reused {
-        summary.push(format!(
-            "`{name}` is already in toolgate's config as `{existing}`; it is not added twice."
-        ));
-    }
-    if !secrets.is_empty() {
-        summary.push(format!(
-            "Store {} in the keychain: {}.",
-            count(secrets.len(), "secret"),
-            secrets
-                .iter()
-                .map(|(n, _)| n.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    summary.push(format!(
-        "{} then starts `{} {}` instead.",
-        client.display_name(),
-        env.toolgate_command,
-        bridge_args(client)
-            .iter()
-            .map(|a| if a.contains(' ') {
-                format!("\"{a}\"")
-            } else {
-                a.clone()
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
-    ));
+    let summary = connect_summary(env, client, &moves, &secrets);
     let record = Record {
         version: 1,
         client,
         at: super::write::utc_stamp(std::time::SystemTime::now()),
         files,
         toolgate_servers: moves.added.iter().map(|s| s.name.clone()).collect(),
+        reused_servers: moves.reused.iter().map(|(_, e)| e.clone()).collect(),
         secrets: secrets.iter().map(|(n, _)| n.clone()).collect(),
         hook_command: None,
     };
@@ -413,9 +320,147 @@ pub(super) fn connect(env: &ConnectEnv, client: ClientId) -> Result<Prepared, Co
         summary,
         notes: moves.notes,
         record: RecordChange::Save(record_path, Box::new(record)),
+        record_updates: Vec::new(),
         secrets_set: secrets,
         secrets_delete: Vec::new(),
     })
+}
+
+/// Connect's change to one file, if it has servers to move.
+fn connect_file(
+    env: &ConnectEnv,
+    client: ClientId,
+    path: &Path,
+    locs: &[Location],
+    moves: &mut Moves,
+) -> Result<Option<(FileWrite, FileRecord)>, ConnectError> {
+    let Some(before) = read(path)? else {
+        return Ok(None);
+    };
+    let mut doc = Doc::parse(&before, path, locs[0].dialect)?;
+    let maps: Vec<MapRecord> = locs
+        .iter()
+        .filter_map(|loc| connect_map(env, client, &mut doc, loc, moves))
+        .collect();
+    if maps.is_empty() {
+        return Ok(None);
+    }
+    let after = doc.text();
+    let file = FileRecord {
+        path: path.to_owned(),
+        original: Some(before.clone()),
+        written_sha256: record::sha256(&after),
+        maps,
+        backup: None,
+    };
+    let write = FileWrite {
+        path: path.to_owned(),
+        role: FileRole::Client,
+        before: Some(before),
+        after,
+    };
+    Ok(Some((write, file)))
+}
+
+/// Moves the servers of one map out of `doc` and puts the bridge entry in
+/// their place; `None` when the map has nothing toolgate can take.
+fn connect_map(
+    env: &ConnectEnv,
+    client: ClientId,
+    doc: &mut Doc,
+    loc: &Location,
+    moves: &mut Moves,
+) -> Option<MapRecord> {
+    let entries = doc.entries(&loc.keys)?;
+    let shown = show(env, &loc.path);
+    let origin = format!("{} ({shown})", client.display_name());
+    let mut moved = Vec::new();
+    for (name, v) in &entries {
+        if name == BRIDGE_KEY {
+            // Replaced by the new entry; disconnect puts it back.
+            moved.push(name.clone());
+        } else if is_bridge(v) {
+            moves.notes.push(format!(
+                "`{name}` in {shown} already goes through toolgate."
+            ));
+        } else {
+            match entry::read(loc.dialect, v) {
+                Ok(m) => {
+                    moves.take(name, &m, &origin);
+                    moved.push(name.clone());
+                }
+                Err(why) => moves
+                    .notes
+                    .push(format!("`{name}` stays in {shown}: it {why}.")),
+            }
+        }
+    }
+    if moved.iter().all(|n| n == BRIDGE_KEY) {
+        return None;
+    }
+    match doc {
+        Doc::Json(root) => {
+            let obj = jsonc::map(root, &loc.keys)?;
+            jsonc::replace(
+                &obj,
+                &moved,
+                BRIDGE_KEY,
+                bridge_json(env, client, loc.dialect),
+            );
+        }
+        Doc::Toml(d) => {
+            tomlfile::replace(d, &loc.keys, &moved, BRIDGE_KEY, bridge_toml(env, client));
+        }
+    }
+    Some(MapRecord {
+        keys: loc.keys.clone(),
+        moved,
+    })
+}
+
+/// The sentences a person reads about a connect.
+fn connect_summary(
+    env: &ConnectEnv,
+    client: ClientId,
+    moves: &Moves,
+    secrets: &[(String, crate::secrets::Secret)],
+) -> Vec<String> {
+    let mut summary = vec![format!(
+        "Move {} from {} into toolgate: {}.",
+        count(moves.moved.len(), "server"),
+        client.display_name(),
+        moves.moved.join(", ")
+    )];
+    for (name, existing) in &moves.reused {
+        summary.push(format!(
+            "`{name}` is already in toolgate's config as `{existing}`; it is not added twice."
+        ));
+    }
+    if !secrets.is_empty() {
+        let names: Vec<&str> = secrets.iter().map(|(n, _)| n.as_str()).collect();
+        summary.push(format!(
+            "Store {} in the keychain: {}.",
+            count(secrets.len(), "secret"),
+            names.join(", ")
+        ));
+    }
+    let args: Vec<String> = bridge_args(client)
+        .into_iter()
+        .map(|a| {
+            if a.contains(' ') {
+                format!("\"{a}\"")
+            } else {
+                a
+            }
+        })
+        .collect();
+    summary.push(format!(
+        "{} then starts `{} {}` instead.",
+        client.display_name(),
+        env.toolgate_command,
+        args.join(" ")
+    ));
+    summary
 }
 
 /// "1 server", "3 servers".
@@ -454,8 +499,9 @@ pub(super) fn disconnect(env: &ConnectEnv, client: ClientId) -> Result<Prepared,
     }
     let config_before = read(&env.toolgate_config)?;
     let mut secrets_delete = Vec::new();
+    let (removed, record_updates) = hand_over(env, &rec, &mut notes)?;
     if let Some(text) = &config_before {
-        let after = toolgate_config::remove(text, &env.toolgate_config, &rec.toolgate_servers)?;
+        let after = toolgate_config::remove(text, &env.toolgate_config, &removed)?;
         let config = toolgate_config::check(&after, &env.toolgate_config)?;
         let still: HashSet<String> = config
             .servers
@@ -471,8 +517,8 @@ pub(super) fn disconnect(env: &ConnectEnv, client: ClientId) -> Result<Prepared,
         if after != *text {
             summary.push(format!(
                 "Remove {} from toolgate's config: {}.",
-                count(rec.toolgate_servers.len(), "server"),
-                rec.toolgate_servers.join(", ")
+                count(removed.len(), "server"),
+                removed.join(", ")
             ));
             writes.push(FileWrite {
                 path: env.toolgate_config.clone(),
@@ -497,9 +543,55 @@ pub(super) fn disconnect(env: &ConnectEnv, client: ClientId) -> Result<Prepared,
         summary,
         notes,
         record: RecordChange::Remove(record_path),
+        record_updates,
         secrets_set: Vec::new(),
         secrets_delete,
     })
+}
+
+/// Other clients' undo records to save, with where.
+type RecordUpdates = Vec<(PathBuf, Record)>;
+
+/// The servers `rec`'s disconnect takes out of toolgate's config, and the
+/// other clients' records that take over the ones they rely on (so the
+/// last of them to disconnect removes the server, and its secrets).
+fn hand_over(
+    env: &ConnectEnv,
+    rec: &Record,
+    notes: &mut Vec<String>,
+) -> Result<(Vec<String>, RecordUpdates), ConnectError> {
+    let mut others = record::others(env, rec.client)?;
+    let text = read(&env.toolgate_config)?.unwrap_or_default();
+    let config = toolgate_config::current(&text, &env.toolgate_config)?;
+    let mut changed = HashSet::new();
+    let mut removed = Vec::new();
+    for name in &rec.toolgate_servers {
+        let Some(heir) = others.iter_mut().find(|o| o.reused_servers.contains(name)) else {
+            removed.push(name.clone());
+            continue;
+        };
+        heir.reused_servers.retain(|n| n != name);
+        heir.toolgate_servers.push(name.clone());
+        let uses: Vec<String> = config
+            .servers
+            .iter()
+            .filter(|s| s.name == *name)
+            .flat_map(crate::secrets::referenced_names)
+            .collect();
+        heir.secrets
+            .extend(rec.secrets.iter().filter(|s| uses.contains(s)).cloned());
+        notes.push(format!(
+            "`{name}` stays in toolgate's config: {} uses it too.",
+            heir.client.display_name()
+        ));
+        changed.insert(heir.client);
+    }
+    let updates = others
+        .into_iter()
+        .filter(|o| changed.contains(&o.client))
+        .map(|o| (record::mcp_path(env, o.client), o))
+        .collect();
+    Ok((removed, updates))
 }
 
 /// What `f` becomes on disconnect, and one line saying how.

@@ -215,6 +215,8 @@ pub(crate) struct Prepared {
     summary: Vec<String>,
     notes: Vec<String>,
     record: RecordChange,
+    /// Other clients' records that change too (a shared server handed over).
+    record_updates: Vec<(PathBuf, record::Record)>,
     secrets_set: Vec<(String, crate::secrets::Secret)>,
     secrets_delete: Vec<String>,
 }
@@ -449,6 +451,9 @@ fn execute(p: Prepared, plan: Plan, store: &dyn SecretStore) -> Result<Applied, 
         }
         record::save(path, r)?;
     }
+    for (path, r) in &p.record_updates {
+        record::save(path, r)?;
+    }
     let warnings = delete_secrets(store, p.secrets_delete.iter());
     if let RecordChange::Remove(path) = &p.record {
         record::remove(path)?;
@@ -488,4 +493,51 @@ fn delete_secrets<'a>(
         }
     }
     warnings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Connect and disconnect against the real OS keychain (a private
+    /// Secret Service under `scripts/keyring-test`): the secret leaves the
+    /// client's file for the keychain, never toolgate's config, and
+    /// disconnect takes it out again.
+    #[test]
+    #[ignore = "needs a Secret Service: run through scripts/keyring-test"]
+    fn keychain_round_trip_through_connect() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join(".cursor")).unwrap();
+        let original = "{\n  \"mcpServers\": {\n    \"gh\": {\n      \"command\": \"gh-mcp\",\n      \"env\": { \"GITHUB_TOKEN\": \"ghp_keychainTest42\" }\n    }\n  }\n}\n";
+        std::fs::write(home.join(".cursor/mcp.json"), original).unwrap();
+        let env = ConnectEnv {
+            xdg_config_home: home.join(".config"),
+            codex_home: home.join(".codex"),
+            projects: Vec::new(),
+            toolgate_config: home.join(".config/toolgate/config.toml"),
+            data_dir: home.join(".local/share/toolgate"),
+            data_dir_is_default: true,
+            toolgate_command: "toolgate".into(),
+            proc_root: home.join("no-proc"),
+            home: home.clone(),
+        };
+        let store = crate::secrets::KeyringStore::new().unwrap();
+        let plan = plan(&env, ClientId::Cursor, Action::Connect).unwrap();
+        apply(&env, &store, &plan).unwrap();
+        let name = SecretName::new("gh_GITHUB_TOKEN").unwrap();
+        assert_eq!(store.get(&name).unwrap().expose(), "ghp_keychainTest42");
+        let config = std::fs::read_to_string(&env.toolgate_config).unwrap();
+        assert!(config.contains("keyring:gh_GITHUB_TOKEN") && !config.contains("ghp_"));
+        let plan = super::plan(&env, ClientId::Cursor, Action::Disconnect).unwrap();
+        apply(&env, &store, &plan).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(home.join(".cursor/mcp.json")).unwrap(),
+            original
+        );
+        assert!(matches!(
+            store.get(&name),
+            Err(SecretError::NotFound { .. })
+        ));
+    }
 }

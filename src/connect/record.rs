@@ -24,6 +24,11 @@ pub struct Record {
     /// `[[servers]]` names connect added to toolgate's config.
     #[serde(default)]
     pub toolgate_servers: Vec<String>,
+    /// `[[servers]]` names that were in toolgate's config already and that
+    /// this client's entries now rely on (not removed by its disconnect,
+    /// and kept by other clients' disconnects).
+    #[serde(default)]
+    pub reused_servers: Vec<String>,
     /// Keychain names connect stored.
     #[serde(default)]
     pub secrets: Vec<String>,
@@ -108,6 +113,18 @@ pub fn save(path: &Path, record: &Record) -> Result<(), ConnectError> {
     }
     let bytes = serde_json::to_vec_pretty(record).map_err(|e| err(e.to_string()))?;
     crate::private_file::write(path, &bytes).map_err(|e| err(e.to_string()))
+}
+
+/// Every MCP record in `env`'s records dir but `client`'s.
+///
+/// # Errors
+/// [`ConnectError::Record`] when one cannot be read.
+pub fn others(env: &ConnectEnv, client: ClientId) -> Result<Vec<Record>, ConnectError> {
+    let mut out = Vec::new();
+    for c in ClientId::ALL.into_iter().filter(|c| *c != client) {
+        out.extend(load(&mcp_path(env, c))?);
+    }
+    Ok(out)
 }
 
 /// Removes the record at `path` (gone already is fine).

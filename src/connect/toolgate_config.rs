@@ -125,7 +125,13 @@ pub fn add(text: &str, path: &Path, servers: &[NewServer]) -> Result<String, Con
     for s in servers {
         list.push(s.table.clone());
     }
-    Ok(doc.to_string())
+    let out = doc.to_string();
+    // A new config starts with its first comment, not a blank line.
+    Ok(if text.trim().is_empty() {
+        out.trim_start_matches('\n').to_owned()
+    } else {
+        out
+    })
 }
 
 /// `text` without the `[[servers]]` entries named in `names`.

@@ -96,17 +96,16 @@ const CLAUDE_CODE: &[HookEventSpec] = &[
 ];
 
 /// Cursor: the events that can answer a permission (shell commands, MCP
-/// tools, file reads) and the ones that report a finished shell command,
-/// MCP call or file edit. Cursor's file edits have no before-event with a
-/// permission answer, so they are audited, not gated. Its events take no
-/// matcher.
+/// tools, file reads) and the ones that report a finished shell command
+/// or MCP call. Cursor's file edits have no documented before-event that
+/// answers a permission (`afterFileEdit` only reports), so they are not
+/// gated. Its events take no matcher.
 const CURSOR: &[HookEventSpec] = &[
     gate("beforeShellExecution", None),
     gate("beforeMCPExecution", None),
     gate("beforeReadFile", None),
     report("afterShellExecution", None),
     report("afterMCPExecution", None),
-    report("afterFileEdit", None),
 ];
 
 /// Gemini CLI: every tool before and after it runs (`*` matches all tools;

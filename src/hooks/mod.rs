@@ -8,7 +8,17 @@
 //! format. See `docs/hooks.md`.
 
 pub mod agent;
+pub mod call;
+mod claude_code;
+mod cursor;
+pub mod fallback;
+pub mod gating;
+mod gemini_cli;
 pub mod install_spec;
+pub mod mapping;
+pub mod prepare;
+pub mod protocol;
+mod runner;
 
 pub use agent::{HookAgent, UnknownHookAgent};
 pub use install_spec::{HookEventSpec, install_spec};

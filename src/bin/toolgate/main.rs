@@ -85,6 +85,12 @@ enum Command {
         #[arg(long)]
         print: bool,
     },
+    /// Coding agents' hooks: what their settings run before and after
+    /// each of their own tools.
+    Hook {
+        #[command(subcommand)]
+        cmd: hook_cmd::HookCmd,
+    },
     /// Relay stdio to the daemon's socket, for stdio-only MCP clients.
     McpBridge {
         /// Start a daemon (detached, logging to DATA_DIR/engine.log) if none
@@ -226,11 +232,6 @@ enum Command {
         #[command(flatten)]
         args: connect_cmd::PlanArgs,
     },
-    /// Coding agents' hooks, through which toolgate gates their built-in tools.
-    Hook {
-        #[command(subcommand)]
-        action: hook_cmd::HookAction,
-    },
     /// Show the audit log (read straight from the database).
     Audit {
         /// Keep printing new calls as they are recorded.
@@ -299,6 +300,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::McpBridge { spawn, client } => {
             serve::bridge(&cli, *spawn, client.as_deref()).await
         }
+        Command::Hook {
+            cmd: hook_cmd::HookCmd::Run { client },
+        } => hook_cmd::run(&cli, *client).await,
         Command::Tools {
             pin_core: Some(name),
             json,
@@ -372,10 +376,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             connect_cmd::run(&cli, client, toolgate::connect::Action::Disconnect, args)
         }
         Command::Hook {
-            action: hook_cmd::HookAction::Install { client, args },
+            cmd: hook_cmd::HookCmd::Install { client, args },
         } => connect_cmd::run(&cli, client, toolgate::connect::Action::InstallHooks, args),
         Command::Hook {
-            action: hook_cmd::HookAction::Remove { client, args },
+            cmd: hook_cmd::HookCmd::Remove { client, args },
         } => connect_cmd::run(&cli, client, toolgate::connect::Action::RemoveHooks, args),
         Command::Import { .. } | Command::Secret { .. } => {
             Ok(config_cmd::run(&cli.command)?.unwrap_or(ExitCode::SUCCESS))

@@ -23,13 +23,15 @@ pub const HARMLESS_SUBCOMMANDS: [&str; 1] = ["help"];
 /// and arguments, the audit log) is the control plane's, and the OS
 /// barrier denies governed processes the sockets and files they need;
 /// `import` can write keychain secrets (`--store-secrets`); `call` and
-/// `mcp-bridge` would make calls as another client than the agent;
-/// `doctor` reads the config; `connect`, `disconnect` and `hook` rewrite
-/// MCP clients' configs and agents' hook settings.
+/// `mcp-bridge` would make calls as another client than the agent, and
+/// `hook` would answer for another agent's tools (and its `install` and
+/// `remove` rewrite agents' hook settings); `doctor` reads the config;
+/// `connect` and `disconnect` rewrite MCP clients' configs.
 pub const CONTROL_SUBCOMMANDS: [&str; 19] = [
     "serve",
     "console",
     "mcp-bridge",
+    "hook",
     "tools",
     "call",
     "breakers",
@@ -45,7 +47,6 @@ pub const CONTROL_SUBCOMMANDS: [&str; 19] = [
     "doctor",
     "connect",
     "disconnect",
-    "hook",
 ];
 
 /// The name of toolgate's binary.
