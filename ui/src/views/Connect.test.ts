@@ -24,6 +24,8 @@ describe('Connect view', () => {
     const t = testStore();
     render(Connect, { context: t.context });
     await waitFor(() => expect(rowIds()).toEqual(['claude-desktop', 'claude-code', 'cursor']));
+    // Cursor's one file does not parse: its row says so instead of "no servers".
+    expect(document.querySelector('[data-client="cursor"] .l2')?.textContent).toBe('a file cannot be read · user');
 
     // The first client found is open: its file, its servers, "running".
     const detail = document.querySelector('[data-detail="claude-desktop"]')!;
@@ -51,6 +53,15 @@ describe('Connect view', () => {
     // One file, two scopes: both shown.
     expect([...document.querySelectorAll('[data-detail="claude-code"] section.file')].map((f) => f.getAttribute('data-scope'))).toEqual(['user', 'local', 'project']);
     expect(document.querySelector('[data-server="sentry"]')?.textContent).toContain('Uses ${SENTRY_TOKEN}, which only the client can fill in.');
+
+    // Enter on another control is that control's: it does not open a review.
+    screen.getByRole('button', { name: /Check again/ }).focus();
+    let opened = true;
+    act(() => {
+      opened = controller.dispatch({ type: 'open' });
+    });
+    expect(opened).toBe(false);
+    (document.activeElement as HTMLElement | null)?.blur();
 
     // `c` on a connected client does nothing; back to Claude Desktop, `c` opens the review.
     let handled = true;
