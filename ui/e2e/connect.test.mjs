@@ -19,6 +19,7 @@
 // (the engine reloads its config). Screenshots `connect-*.png` in docs/screenshots.
 
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -172,6 +173,8 @@ describe('connect view', { skip: skipUnlessReady() || keyringMissing() || false,
   /** @type {import('playwright-core').Page} */ let page;
   /** @type {string[]} */ let errors = [];
   let cursorFile = '';
+  /** A process named like Cursor, started and ended by this suite. @type {import('node:child_process').ChildProcess | null} */
+  let fakeCursor = null;
 
   before(async () => {
     keyring = await SecretService.start();
@@ -186,6 +189,7 @@ describe('connect view', { skip: skipUnlessReady() || keyringMissing() || false,
   });
 
   after(async () => {
+    fakeCursor?.kill();
     await browser?.close();
     await tg?.stop();
     await keyring?.stop();
@@ -232,8 +236,13 @@ describe('connect view', { skip: skipUnlessReady() || keyringMissing() || false,
 
   test('Connect shows the diff, Apply rewrites the file and stores the token in the keychain, Disconnect restores the bytes', async () => {
     const original = readFileSync(cursorFile);
+    // A process that looks like Cursor (its argv[0]): the engine says Cursor runs, and what to do after.
+    fakeCursor = spawn('sleep', ['300'], { argv0: 'cursor', stdio: 'ignore' });
+    await page.getByRole('button', { name: /Check again/ }).click();
+    await waitFor('Cursor to show as running', async () => /Running/.test((await page.locator('[data-detail="cursor"] .d-head').textContent()) ?? ''));
     const dialog = await review(page, 'c');
     assert.match((await dialog.locator('h2').textContent()) ?? '', /Connect Cursor to toolgate/);
+    assert.match((await dialog.getByRole('note').textContent()) ?? '', /Cursor is running\. After applying: Restart Cursor/);
     const client = await diffLines(dialog, 'client');
     const added = client.filter((l) => l.kind === 'add').map((l) => l.text);
     const removed = client.filter((l) => l.kind === 'del').map((l) => l.text);
@@ -248,6 +257,8 @@ describe('connect view', { skip: skipUnlessReady() || keyringMissing() || false,
     await page.screenshot({ path: join(OUT, 'connect-review-light.png') });
 
     await apply(page, 'cursor', /Cursor now goes through toolgate/);
+    assert.match((await page.locator('[data-outcome="cursor"]').textContent()) ?? '', /Restart Cursor/);
+    fakeCursor.kill();
     const now = JSON.parse(readFileSync(cursorFile, 'utf8'));
     assert.deepEqual(Object.keys(now.mcpServers), ['toolgate']);
     assert.deepEqual(now.mcpServers.toolgate.args, ['mcp-bridge', '--client', 'Cursor']);
