@@ -11,7 +11,8 @@
 // the others; Connect shows the engine's diff, Apply rewrites Cursor's file
 // to the one `toolgate` entry, moves the server into toolgate's config
 // (which the engine then starts) and its token into the keychain; Cursor
-// then shows connected; Disconnect restores the file's original bytes and
+// then shows connected (and, with a process named like Cursor running,
+// the review and the result say to restart it); Disconnect restores the file's original bytes and
 // deletes the token; Install hooks / Remove hooks do the same for Claude
 // Code's settings; a plan overtaken by an edit of the file is refused with
 // the conflict and nothing written; narrow windows keep the actions and
