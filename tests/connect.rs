@@ -329,6 +329,7 @@ fn a_dry_run_writes_nothing() {
     let env = h.env();
     let before = h.snapshot();
     let plan = connect::plan(&env, ClientId::GeminiCli, Action::Connect).unwrap();
+    assert_eq!(plan.restart, None, "not running");
     assert_eq!(h.snapshot(), before);
     assert!(!env.toolgate_config.exists());
     assert!(!env.data_dir.exists());

@@ -127,7 +127,7 @@ pub(crate) fn run(
     if args.json {
         println!("{}", serde_json::to_string_pretty(&plan)?);
     } else {
-        print_plan(&env, &plan);
+        print_plan(&plan);
     }
     if args.dry_run {
         if !args.json {
@@ -158,7 +158,7 @@ pub(crate) fn run(
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_plan(env: &ConnectEnv, plan: &Plan) {
+fn print_plan(plan: &Plan) {
     for f in &plan.files {
         print!("{}", f.diff);
         if !f.diff.ends_with('\n') {
@@ -174,7 +174,6 @@ fn print_plan(env: &ConnectEnv, plan: &Plan) {
     if let Some(r) = &plan.restart {
         println!("{} is running; after this: {r}", plan.client_name);
     }
-    let _ = env;
 }
 
 /// Asks on a terminal; elsewhere `--yes` is required.
