@@ -38,6 +38,7 @@ use crate::audit::{AuditError, AuditLog};
 use crate::barrier::credential::Credential;
 use crate::config::Config;
 use crate::config::watch::{ConfigWatcher, Overrides, ReloadStatus};
+use crate::console::connect::{ConnectDesk, EnginePlaces};
 use crate::console::{self, Console, ConsoleAuth, UiSource};
 use crate::control::socket::{ControlSocket, LoginLinks};
 use crate::control::{Control, ControlError, EngineInfo as ControlInfo, EngineMode};
@@ -288,6 +289,10 @@ pub struct Daemon {
     audit: AuditLog,
     env: Env,
     editor: PolicyEditor,
+    /// The Connect view's routes; follows the watched config file like
+    /// the editor.
+    connect: ConnectDesk,
+    connect_places: EnginePlaces,
     events: EventFollower,
 }
 
@@ -325,6 +330,7 @@ impl Daemon {
         let approvals = Approvals::open(&audit, events.clone(), ApprovalOptions::default()).await?;
         let servers = config.servers.clone();
         let config_path = config.path.clone();
+        let roots = config.builtin.roots.clone();
         let a2 = audit.clone();
         let env = opts.env(&config);
         let engine = setup::engine_with(config, &env, |b| {
@@ -379,6 +385,12 @@ impl Daemon {
         .upstreams(upstreams.clone())
         .start()
         .await?;
+        let connect_places = EnginePlaces {
+            engine: engine.clone(),
+            config_file: config_path.clone(),
+            data_dir: opts.data_dir.clone(),
+            roots: roots.clone(),
+        };
         let editor = PolicyEditor::new(
             engine.clone(),
             config_path,
@@ -422,6 +434,8 @@ impl Daemon {
             audit,
             env,
             editor,
+            connect: ConnectDesk::for_engine(connect_places.clone()),
+            connect_places,
             events,
         })
     }
@@ -462,6 +476,8 @@ impl Daemon {
             overrides,
             Some(watcher.writer()),
         );
+        self.connect_places.config_file = Some(path.to_owned());
+        self.connect = ConnectDesk::for_engine(self.connect_places.clone());
         let mut configs = watcher.config();
         let mut status = watcher.status();
         let (engine, upstreams) = (self.server.engine().clone(), self.upstreams.clone());
@@ -589,6 +605,7 @@ impl Daemon {
                         api: self.control_service.clone(),
                         auth,
                         editor: self.editor.clone(),
+                        connect: Some(self.connect.clone()),
                         ui: self.ui.clone(),
                         port: endpoint.addr().port(),
                         agent_token: token.as_str().into(),
@@ -644,6 +661,13 @@ async fn own_audit_log(data_dir: &std::path::Path) -> Result<AuditLog, DaemonErr
 /// Shutdown steps 1–3 (module doc), while `serving` (the listeners and
 /// their connections, already told to stop accepting) winds down.
 async fn wind_down(server: &McpServer, mut serving: Pin<&mut impl Future<Output = ()>>) {
+    // Agents' calls allowed through their hooks wait for an after-hook
+    // that can no longer reach this engine: they end now, each audited.
+    server
+        .engine()
+        .hook_gates()
+        .close(CancelReason::Shutdown)
+        .await;
     if let Some(approvals) = server.engine().approvals() {
         let n = approvals.close(CancelReason::Shutdown);
         if n > 0 {

@@ -84,6 +84,7 @@ struct Inner {
     restart_note: arc_swap::ArcSwapOption<String>,
     connections: Arc<OpenConnections>,
     disclosure: crate::search::Disclosure,
+    hook_gates: crate::hooks::gating::HookGates,
 }
 
 /// Connections open now, by who is on the other end.
@@ -212,6 +213,7 @@ impl EngineBuilder {
                 restart_note: arc_swap::ArcSwapOption::empty(),
                 connections: Arc::default(),
                 disclosure: crate::search::Disclosure::new(self.config.search.clone()),
+                hook_gates: crate::hooks::gating::HookGates::default(),
             }),
         }
     }
@@ -240,6 +242,12 @@ impl Engine {
     /// The registry, for entry points that add or remove tools.
     pub fn registry(&self) -> &Registry {
         &self.inner.registry
+    }
+
+    /// Coding agents' calls gated through their hooks (see
+    /// [`crate::hooks`]), between their before- and after-hook.
+    pub fn hook_gates(&self) -> &crate::hooks::gating::HookGates {
+        &self.inner.hook_gates
     }
 
     /// The gate-mode agent ids live connections hold.
@@ -390,7 +398,8 @@ impl Engine {
     /// points whose client can cancel or leave use
     /// [`Self::call_cancellable`].
     pub async fn call(&self, session: &Session, tool: &str, args: Value) -> CallReply {
-        self.call_with(session, tool, args, None).await
+        self.call_with(session, Target::Named(tool), args, None)
+            .await
     }
 
     /// Like [`Self::call`], cancelled when `cancel` fires: the pipeline is
@@ -407,16 +416,33 @@ impl Engine {
         args: Value,
         cancel: &Cancel,
     ) -> CallReply {
-        self.call_with(session, tool, args, Some(cancel)).await
+        self.call_with(session, Target::Named(tool), args, Some(cancel))
+            .await
+    }
+
+    /// Like [`Self::call_cancellable`], for a tool that is not in the
+    /// registry, so no agent can list or call it: a coding agent's own
+    /// tool, gated through its hooks (see [`crate::hooks`]). The call is
+    /// shown as [`Prepared::shown`] and judged by [`Prepared::judged_as`].
+    pub async fn call_prepared(
+        &self,
+        session: &Session,
+        prepared: &Prepared,
+        args: Value,
+        cancel: &Cancel,
+    ) -> CallReply {
+        self.call_with(session, Target::Prepared(prepared), args, Some(cancel))
+            .await
     }
 
     async fn call_with(
         &self,
         session: &Session,
-        tool: &str,
+        target: Target<'_>,
         args: Value,
         cancel: Option<&Cancel>,
     ) -> CallReply {
+        let tool = target.shown();
         let inner = &*self.inner;
         let call_id = inner.next_id.fetch_add(1, Ordering::Relaxed);
         let ts_ms = crate::audit::now_ms();
@@ -437,7 +463,11 @@ impl Engine {
             });
         }
         let recorder = inner.outputs.get();
-        let (mut reply, args, schema, raw) = match self.resolve(tool) {
+        let resolved = match target {
+            Target::Named(name) => self.resolve(name),
+            Target::Prepared(p) => Ok(p.tool.clone()),
+        };
+        let (mut reply, args, schema, raw) = match resolved {
             Err(e) => (reply(call_id, Err(e), started), args, None, None),
             Ok(resolved) => {
                 // Only a schema that marks something secret is walked for
@@ -446,8 +476,19 @@ impl Engine {
                     .schema
                     .has_secrets()
                     .then(|| resolved.schema.schema().clone());
+                let prepared = match target {
+                    Target::Prepared(p) => Some(p),
+                    Target::Named(_) => None,
+                };
                 let (reply, args, raw) = self
-                    .run(session, call_id, resolved, args, started, cancel)
+                    .run(
+                        session,
+                        call_id,
+                        (resolved, prepared),
+                        args,
+                        started,
+                        cancel,
+                    )
                     .await;
                 (reply, args, schema, raw)
             }
@@ -479,7 +520,7 @@ impl Engine {
         &self,
         session: &Session,
         call_id: u64,
-        tool: Arc<crate::registry::RegisteredTool>,
+        (tool, prepared): (Arc<crate::registry::RegisteredTool>, Option<&Prepared>),
         args: Value,
         started: Instant,
         cancel: Option<&Cancel>,
@@ -499,7 +540,16 @@ impl Engine {
             s.retry.max_retries = 0;
             settings = Arc::new(s);
         }
+        if let Some(p) = prepared {
+            settings = p.settings.clone();
+        }
         let mut call = Call::new(call_id, tool, args, ctx, settings);
+        if let Some(p) = prepared {
+            call.show_as(p.shown.clone());
+            if let Some(def) = &p.judged_as {
+                call.judge_as(def.clone());
+            }
+        }
         // The raw output is copied only for a recorder (the console).
         if self.inner.outputs.get().is_some() {
             call.keep_raw();
@@ -541,6 +591,45 @@ impl Engine {
             call.cut_short();
             Err(CallError::Cancelled { reason })
         })
+    }
+}
+
+/// A tool prepared outside the registry, for [`Engine::call_prepared`].
+#[derive(Clone)]
+pub struct Prepared {
+    /// The tool (never registered).
+    pub tool: Arc<crate::registry::RegisteredTool>,
+    /// How people see it: approvals, the live feed, the audit log.
+    pub shown: Arc<str>,
+    /// The definition the policy judges it by, if not its own.
+    pub judged_as: Option<Arc<ToolDef>>,
+    /// Its limits.
+    pub settings: Arc<crate::settings::ToolSettings>,
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("tool", &self.tool.def.name)
+            .field("shown", &self.shown)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a call names: a registered tool, or a prepared one.
+#[derive(Clone, Copy)]
+enum Target<'a> {
+    Named(&'a str),
+    Prepared(&'a Prepared),
+}
+
+impl<'a> Target<'a> {
+    /// The name the call is recorded and shown under.
+    fn shown(self) -> &'a str {
+        match self {
+            Target::Named(name) => name,
+            Target::Prepared(p) => &p.shown,
+        }
     }
 }
 

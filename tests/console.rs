@@ -438,6 +438,76 @@ async fn malformed_requests_and_unknown_ids_get_clear_errors() {
     d.stop().await;
 }
 
+/// The Connect routes read the body before anything runs: an unknown
+/// client, an unknown field or a missing plan is `422` naming the field;
+/// the list names every client the engine knows. (Nothing here writes:
+/// the plan and apply paths are tested with a temporary HOME in
+/// `console::connect` and in the browser test.)
+#[tokio::test]
+async fn connect_routes_refuse_bad_bodies_and_list_every_client() {
+    let d = TestDaemon::start("").await;
+    let c = client();
+    let origin = d.origin();
+    let h = cookie_headers(&login(&d).await, &origin);
+    let post = |path: &str, body: Value| {
+        c.post(format!("{origin}/api/connect/{path}"))
+            .headers(h.clone())
+            .json(&body)
+            .send()
+    };
+
+    let (s, e) = error_of(
+        post("plan", json!({"client": "emacs", "action": "connect"}))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(e["field"], "client", "{e}");
+    let (s, e) = error_of(
+        post(
+            "plan",
+            json!({"client": "cursor", "action": "connect", "dry_run": true}),
+        )
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(e["message"].as_str().unwrap().contains("dry_run"), "{e}");
+    let (s, e) = error_of(post("apply", json!({})).await.unwrap()).await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("missing field `plan`"),
+        "{e}"
+    );
+
+    let all = get_json(&c, format!("{origin}/api/connect/clients"), &h).await;
+    assert!(all["home"].is_string(), "{all}");
+    let ids: Vec<&str> = all["clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "claude-desktop",
+            "claude-code",
+            "cursor",
+            "vscode",
+            "windsurf",
+            "gemini-cli",
+            "codex",
+            "zed"
+        ]
+    );
+}
+
 #[tokio::test]
 async fn a_console_decision_reaches_the_agent_and_a_second_one_is_stale() {
     let d = TestDaemon::start("").await;
@@ -719,6 +789,7 @@ mod sse {
             api,
             auth: auth.clone(),
             editor,
+            connect: None,
             ui: UiSource::Embedded,
             port,
             agent_token: "agent".into(),

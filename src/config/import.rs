@@ -170,7 +170,7 @@ pub fn sanitize_name(raw: &str) -> String {
     }
 }
 
-fn unique(name: String, taken: &mut HashSet<String>) -> String {
+pub(crate) fn unique(name: String, taken: &mut HashSet<String>) -> String {
     let mut candidate = name.clone();
     let mut n = 2;
     while !taken.insert(candidate.clone()) {
@@ -189,35 +189,47 @@ fn transport_of(original: &str, entry: &Entry) -> Result<&'static str, ImportErr
         problem: p,
     };
     if let Some(kind) = entry.kind.as_deref() {
-        return match kind {
-            "stdio" => Ok("stdio"),
-            "sse" => Ok("sse"),
-            "http" | "streamable-http" | "streamable_http" | "streamableHttp" => {
-                Ok("streamable_http")
-            }
-            "ws" | "websocket" => Ok("websocket"),
-            other => Err(problem(format!("unknown type `{other}`"))),
-        };
+        return kind_transport(kind).ok_or_else(|| problem(format!("unknown type `{kind}`")));
     }
     match (&entry.command, &entry.url) {
         (Some(_), None) => Ok("stdio"),
-        (None, Some(url)) => {
-            let lower = url.to_ascii_lowercase();
-            if lower.starts_with("ws://") || lower.starts_with("wss://") {
-                Ok("websocket")
-            } else if lower.starts_with("http://") || lower.starts_with("https://") {
-                let path = lower.split(['?', '#']).next().unwrap_or(&lower);
-                Ok(if path.trim_end_matches('/').ends_with("/sse") {
-                    "sse"
-                } else {
-                    "streamable_http"
-                })
-            } else {
-                Err(problem(format!("URL `{url}` is not http(s) or ws(s)")))
-            }
-        }
+        (None, Some(url)) => url_transport(url)
+            .ok_or_else(|| problem(format!("URL `{url}` is not http(s) or ws(s)"))),
         (Some(_), Some(_)) => Err(problem("has both `command` and `url`".into())),
         (None, None) => Err(problem("has neither `command` nor `url`".into())),
+    }
+}
+
+/// toolgate's transport for a client's `type` (`stdio`, `sse`, `http`,
+/// `streamable-http`, `websocket`, …); `None` if unknown.
+pub(crate) fn kind_transport(kind: &str) -> Option<&'static str> {
+    match kind {
+        "stdio" => Some("stdio"),
+        "sse" => Some("sse"),
+        "http" | "streamable-http" | "streamable_http" | "streamableHttp" => {
+            Some("streamable_http")
+        }
+        "ws" | "websocket" => Some("websocket"),
+        _ => None,
+    }
+}
+
+/// toolgate's transport for a bare URL: `ws(s)` is `websocket`, an
+/// `http(s)` path ending in `/sse` is `sse`, other `http(s)` URLs
+/// `streamable_http`; `None` for any other scheme.
+pub(crate) fn url_transport(url: &str) -> Option<&'static str> {
+    let lower = url.to_ascii_lowercase();
+    if lower.starts_with("ws://") || lower.starts_with("wss://") {
+        Some("websocket")
+    } else if lower.starts_with("http://") || lower.starts_with("https://") {
+        let path = lower.split(['?', '#']).next().unwrap_or(&lower);
+        Some(if path.trim_end_matches('/').ends_with("/sse") {
+            "sse"
+        } else {
+            "streamable_http"
+        })
+    } else {
+        None
     }
 }
 
@@ -307,7 +319,7 @@ fn is_secret_header(key: &str) -> bool {
 }
 
 /// `<server>_<KEY>` with characters a secret name cannot hold made `_`.
-fn secret_name(server: &str, key: &str) -> String {
+pub(crate) fn secret_name(server: &str, key: &str) -> String {
     format!("{server}_{key}")
         .chars()
         .map(|c| {

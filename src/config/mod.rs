@@ -100,6 +100,8 @@ pub struct Config {
     pub shell_overrides: HashMap<String, bool>,
     /// `[search]`: tool search and deferral.
     pub search: crate::search::DisclosureConfig,
+    /// `[hooks]`: coding agents' hooks.
+    pub hooks: crate::hooks::fallback::HooksConfig,
 }
 
 impl Default for Config {
@@ -123,6 +125,7 @@ impl Default for Config {
             barrier: BarrierSettings::default(),
             shell_overrides: HashMap::new(),
             search: crate::search::DisclosureConfig::default(),
+            hooks: crate::hooks::fallback::HooksConfig::default(),
         })
     }
 }
@@ -222,6 +225,9 @@ impl Config {
                 .filter_map(|(name, o)| Some((name.clone(), o.shell?)))
                 .collect(),
             search,
+            hooks: crate::hooks::fallback::HooksConfig {
+                when_engine_down: raw.hooks.when_engine_down.unwrap_or_default(),
+            },
         })
     }
 }

@@ -47,6 +47,18 @@ pub struct RawConfig {
     /// Tool search and deferral (`[search]`).
     #[serde(default)]
     pub search: RawSearch,
+    /// Coding agents' hooks (`[hooks]`, docs/hooks.md).
+    #[serde(default)]
+    pub hooks: RawHooks,
+}
+
+/// `[hooks]`: what `toolgate hook run` does when toolgate is not running.
+#[derive(Debug, Default, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct RawHooks {
+    /// `ask` (default): the agent asks its own user; `deny`: the agent's
+    /// gated tools are refused. Never allow.
+    pub when_engine_down: Option<crate::hooks::fallback::WhenEngineDown>,
 }
 
 /// `[search]`: when a client's tools are folded behind `tool_search`

@@ -68,6 +68,13 @@ pub fn export_bindings(dir: &std::path::Path) -> Result<(), ts_rs::ExportError> 
     crate::approval::Decider::export_all(&cfg)?;
     crate::control::policy_test::PolicyTestInput::export_all(&cfg)?;
     crate::control::policy_test::PolicyTestResult::export_all(&cfg)?;
+    crate::connect::ClientStatus::export_all(&cfg)?;
+    crate::connect::Plan::export_all(&cfg)?;
+    crate::connect::Applied::export_all(&cfg)?;
+    crate::connect::Action::export_all(&cfg)?;
+    super::connect::ClientsView::export_all(&cfg)?;
+    super::connect::PlanBody::export_all(&cfg)?;
+    super::connect::ApplyBody::export_all(&cfg)?;
     std::fs::write(dir.join("words.ts"), words_ts())?;
     Ok(())
 }

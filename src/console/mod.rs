@@ -10,6 +10,8 @@
 //! - [`guard`]: Host/Origin checks, authentication and security headers.
 //! - [`routes`]: the JSON API (`/api/...`), the SSE event stream and the
 //!   login exchange; [`assets`]: the web UI.
+//! - [`connect`]: the Connect view's routes, beside the control service
+//!   like the policy editor (they edit files, not engine state).
 //! - [`api`]: [`ConsoleApi`], what the routes ask of the engine;
 //!   `control_api`: its implementation, the control service
 //!   ([`crate::control::Control`]), which the CLI's control socket also
@@ -22,6 +24,7 @@ pub mod api;
 pub mod assets;
 pub mod auth;
 pub mod bindings;
+pub mod connect;
 mod control_api;
 pub mod error;
 mod guard;
@@ -49,6 +52,8 @@ pub struct Console<A> {
     pub auth: ConsoleAuth,
     /// The policy editor.
     pub editor: PolicyEditor,
+    /// Connecting MCP clients; `None` answers `503 unavailable`.
+    pub connect: Option<connect::ConnectDesk>,
     /// Where the UI comes from.
     pub ui: UiSource,
     /// The port we listen on (Host/Origin checks).

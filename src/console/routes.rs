@@ -73,6 +73,9 @@ pub(super) fn router<A: ConsoleApi>(console: Console<A>) -> Router {
         .route("/policy/validate", post(validate_policy::<A>))
         .route("/policy/test", post(policy_test::<A>))
         .route("/connect", get(connect::<A>))
+        .route("/connect/clients", get(connect_clients::<A>))
+        .route("/connect/plan", post(connect_plan::<A>))
+        .route("/connect/apply", post(connect_apply::<A>))
         .route("/health", get(health::<A>))
         .route("/state/{slice}", get(slice::<A>))
         .fallback(api_not_found)
@@ -447,6 +450,33 @@ async fn pin_core<A: ConsoleApi>(
 
 async fn connect<A: ConsoleApi>(State(s): S<A>) -> Response {
     json(s.api.connect().await)
+}
+
+fn desk<A>(s: &Console<A>) -> ApiResult<&super::connect::ConnectDesk> {
+    s.connect
+        .as_ref()
+        .ok_or_else(|| ApiError::unwired("connecting MCP clients"))
+}
+
+async fn connect_clients<A: ConsoleApi>(State(s): S<A>) -> Response {
+    match desk(&s) {
+        Ok(d) => json(d.status().await),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn connect_plan<A: ConsoleApi>(State(s): S<A>, bytes: Bytes) -> Response {
+    match desk(&s).and_then(|d| Ok((d, body::<super::connect::PlanBody>(&bytes)?))) {
+        Ok((d, b)) => json(d.plan(b).await),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn connect_apply<A: ConsoleApi>(State(s): S<A>, bytes: Bytes) -> Response {
+    match desk(&s).and_then(|d| Ok((d, body::<super::connect::ApplyBody>(&bytes)?))) {
+        Ok((d, b)) => json(d.apply(b).await),
+        Err(e) => e.into_response(),
+    }
 }
 
 async fn health<A: ConsoleApi>(State(s): S<A>) -> Response {

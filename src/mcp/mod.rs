@@ -6,6 +6,7 @@ pub mod budget;
 pub mod convert;
 pub mod frame;
 mod gate;
+mod hook;
 pub mod http;
 pub mod jsonrpc;
 pub mod leading_id;

@@ -50,7 +50,7 @@ use super::budget::{DEFAULT_BUDGET, FrameBudget, Held};
 use super::frame::{Frame, FrameReader, MAX_FRAME};
 use super::jsonrpc::{self, INVALID_PARAMS, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND, Refused};
 use super::role::ControlRole;
-use super::{convert, gate};
+use super::{convert, gate, hook};
 use crate::Engine;
 use crate::agent_ids::AgentClaim;
 use crate::cancel::{Cancel, CancelReason};
@@ -530,11 +530,12 @@ impl McpServer {
             "toolgate/register" => gate::register(&self.engine, conn, params),
             "toolgate/gate" => gate::gate(&self.engine, conn, params, cancel).await,
             "toolgate/report" => gate::report(conn, params).await,
+            "toolgate/hook" => hook::hook(&self.engine, conn, params, cancel, &self.calls).await,
             other => Err((
                 METHOD_NOT_FOUND,
                 format!(
                     "method `{other}` not found; toolgate serves initialize, ping, tools/list, tools/call, \
-                 toolgate/register, toolgate/gate and toolgate/report"
+                 toolgate/register, toolgate/gate, toolgate/report and toolgate/hook"
                 ),
             )),
         };
@@ -600,7 +601,10 @@ pub fn instructions() -> String {
 
 /// Methods answered from a task, so a slow one never holds up the others.
 pub(super) fn runs_long(method: &str) -> bool {
-    matches!(method, "tools/call" | "toolgate/gate" | "toolgate/report")
+    matches!(
+        method,
+        "tools/call" | "toolgate/gate" | "toolgate/report" | "toolgate/hook"
+    )
 }
 
 /// Typed parameters, or `INVALID_PARAMS` naming what is wrong.

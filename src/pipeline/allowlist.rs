@@ -380,7 +380,12 @@ impl Stage for Allowlist {
     }
 
     fn enter(&self, call: &mut Call) -> Enter {
-        match self.filter.current.load().permits(call.tool_name()) {
+        match self
+            .filter
+            .current
+            .load()
+            .permits(call.tool.def.name.as_str())
+        {
             Ok(()) => Enter::Pass,
             Err(reason) => Enter::Refuse(CallError::NotAllowed {
                 tool: call.tool_name().to_owned(),

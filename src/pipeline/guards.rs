@@ -237,7 +237,13 @@ impl Stage for Guards {
     }
 
     fn enter(&self, call: &mut Call) -> Enter {
-        if self.config.barrier.refuses_shell() && self.config.shell_like(&call.tool).is_some() {
+        // An agent's own tool runs inside the agent, never as a process of
+        // toolgate's, so the barrier has nothing to confine.
+        let runs_here = !matches!(call.tool.def.source, Source::Agent(_));
+        if runs_here
+            && self.config.barrier.refuses_shell()
+            && self.config.shell_like(&call.tool).is_some()
+        {
             return Enter::Refuse(CallError::GuardDenied {
                 arg: String::new(),
                 reason: format!(

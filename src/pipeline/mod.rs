@@ -44,7 +44,7 @@ use crate::error::CallError;
 use crate::events::{Event, EventBus, StageName};
 use crate::registry::RegisteredTool;
 use crate::settings::ToolSettings;
-use crate::tool::ToolResult;
+use crate::tool::{ToolDef, ToolResult};
 
 /// What a stage (and the whole pipeline) produces.
 pub type CallResult = Result<ToolResult, CallError>;
@@ -87,6 +87,12 @@ pub struct Call {
     keep_raw: bool,
     /// What the tool's last attempt returned, before any stage changed it.
     raw: Option<ToolResult>,
+    /// The name people see, when it is not the tool's registered name
+    /// (see [`Call::show_as`]).
+    shown: Option<Arc<str>>,
+    /// The definition the policy judges the call by, when it is not the
+    /// tool's own (see [`Call::judge_as`]).
+    judged_as: Option<Arc<ToolDef>>,
 }
 
 impl Call {
@@ -114,7 +120,31 @@ impl Call {
             starts: Vec::with_capacity(12),
             keep_raw: false,
             raw: None,
+            shown: None,
+            judged_as: None,
         }
+    }
+
+    /// Shows the call to people (approvals, the live feed, the audit log,
+    /// refusals) as `name` instead of the tool's registered name: a coding
+    /// agent's own tool gated through its hooks reads "Claude Code · Bash".
+    /// Remembered rules and the loop guard key on it too, so they stay
+    /// per agent tool.
+    pub fn show_as(&mut self, name: Arc<str>) {
+        self.shown = Some(name);
+    }
+
+    /// Judges the call by `def` in the policy: an agent's shell command is
+    /// judged like `shell_exec`, so every rule that names `shell_exec`
+    /// applies to it too. (The allowlist, which says which tools are
+    /// listed, still sees the tool's registered name.)
+    pub fn judge_as(&mut self, def: Arc<ToolDef>) {
+        self.judged_as = Some(def);
+    }
+
+    /// The definition the policy judges the call by.
+    pub fn judged_def(&self) -> &ToolDef {
+        self.judged_as.as_deref().unwrap_or(&self.tool.def)
     }
 
     /// Keeps a copy of the tool's own output (the last attempt's, before
@@ -125,9 +155,11 @@ impl Call {
         self.keep_raw = true;
     }
 
-    /// The tool's name.
+    /// The tool's name, as people see it (see [`Call::show_as`]).
     pub fn tool_name(&self) -> &str {
-        self.tool.def.name.as_str()
+        self.shown
+            .as_deref()
+            .unwrap_or_else(|| self.tool.def.name.as_str())
     }
 
     /// Leaves a message for the model, appended to the result by the engine

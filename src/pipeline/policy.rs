@@ -59,7 +59,7 @@ impl Stage for Policy {
         let policy = self.policy.load();
         let a = policy
             .config
-            .assess(&call.tool.def, &call.args, &call.ctx.caller);
+            .assess(call.judged_def(), &call.args, &call.ctx.caller);
         if a.verdict == Verdict::Deny {
             note(call, "deny", &a);
             return Enter::Refuse(CallError::PolicyDenied {
@@ -88,7 +88,7 @@ impl Stage for Policy {
                     let policy = self.policy.load();
                     let a = policy
                         .config
-                        .assess(&call.tool.def, &call.args, &call.ctx.caller);
+                        .assess(call.judged_def(), &call.args, &call.ctx.caller);
                     self.ask(call, next, a, policy.version).await
                 }
             }
@@ -149,7 +149,7 @@ impl Policy {
         let shown_args = call.tool.schema.redact(&call.args).into_owned();
         let ask = Ask {
             call_id: call.id,
-            tool: call.tool.def.name.as_str(),
+            tool: call.tool_name(),
             args: &call.args,
             preview: crate::preview::preview(Some(&call.tool.def), &shown_args),
             shown_args,
@@ -209,7 +209,7 @@ impl Policy {
         if now.version != version {
             let a = now
                 .config
-                .assess(&call.tool.def, &call.args, &call.ctx.caller);
+                .assess(call.judged_def(), &call.args, &call.ctx.caller);
             if a.verdict == Verdict::Deny {
                 note(call, "deny", &a);
                 return Err(CallError::PolicyDenied {

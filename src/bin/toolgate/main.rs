@@ -7,7 +7,9 @@
 mod allocator;
 mod calls;
 mod config_cmd;
+mod connect_cmd;
 mod decide;
+mod hook_cmd;
 mod inspect;
 mod serve;
 
@@ -82,6 +84,12 @@ enum Command {
         /// Only print the one-time login URL.
         #[arg(long)]
         print: bool,
+    },
+    /// Coding agents' hooks: what their settings run before and after
+    /// each of their own tools.
+    Hook {
+        #[command(subcommand)]
+        cmd: hook_cmd::HookCmd,
     },
     /// Relay stdio to the daemon's socket, for stdio-only MCP clients.
     McpBridge {
@@ -207,6 +215,23 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Put an MCP client's servers under toolgate (without CLIENT: list
+    /// the clients found, their servers and whether they are connected).
+    Connect {
+        /// claude-desktop, claude-code, cursor, vscode, windsurf,
+        /// gemini-cli, codex or zed.
+        client: Option<String>,
+        #[command(flatten)]
+        args: connect_cmd::PlanArgs,
+    },
+    /// Undo `toolgate connect CLIENT`: the client's config as it was (with
+    /// any later edits kept), its servers out of toolgate's config.
+    Disconnect {
+        /// The client.
+        client: String,
+        #[command(flatten)]
+        args: connect_cmd::PlanArgs,
+    },
     /// Show the audit log (read straight from the database).
     Audit {
         /// Keep printing new calls as they are recorded.
@@ -275,6 +300,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::McpBridge { spawn, client } => {
             serve::bridge(&cli, *spawn, client.as_deref()).await
         }
+        Command::Hook {
+            cmd: hook_cmd::HookCmd::Run { client },
+        } => hook_cmd::run(&cli, *client).await,
         Command::Tools {
             pin_core: Some(name),
             json,
@@ -339,6 +367,20 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             approve: None,
             json,
         } => inspect::control(&cli, "toolgate/pins", serde_json::json!({}), "pins", *json).await,
+        Command::Connect { client: None, args } => connect_cmd::list(&cli, args),
+        Command::Connect {
+            client: Some(client),
+            args,
+        } => connect_cmd::run(&cli, client, toolgate::connect::Action::Connect, args),
+        Command::Disconnect { client, args } => {
+            connect_cmd::run(&cli, client, toolgate::connect::Action::Disconnect, args)
+        }
+        Command::Hook {
+            cmd: hook_cmd::HookCmd::Install { client, args },
+        } => connect_cmd::run(&cli, client, toolgate::connect::Action::InstallHooks, args),
+        Command::Hook {
+            cmd: hook_cmd::HookCmd::Remove { client, args },
+        } => connect_cmd::run(&cli, client, toolgate::connect::Action::RemoveHooks, args),
         Command::Import { .. } | Command::Secret { .. } => {
             Ok(config_cmd::run(&cli.command)?.unwrap_or(ExitCode::SUCCESS))
         }

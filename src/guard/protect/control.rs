@@ -23,12 +23,15 @@ pub const HARMLESS_SUBCOMMANDS: [&str; 1] = ["help"];
 /// and arguments, the audit log) is the control plane's, and the OS
 /// barrier denies governed processes the sockets and files they need;
 /// `import` can write keychain secrets (`--store-secrets`); `call` and
-/// `mcp-bridge` would make calls as another client than the agent;
-/// `doctor` reads the config.
-pub const CONTROL_SUBCOMMANDS: [&str; 16] = [
+/// `mcp-bridge` would make calls as another client than the agent, and
+/// `hook` would answer for another agent's tools (and its `install` and
+/// `remove` rewrite agents' hook settings); `doctor` reads the config;
+/// `connect` and `disconnect` rewrite MCP clients' configs.
+pub const CONTROL_SUBCOMMANDS: [&str; 19] = [
     "serve",
     "console",
     "mcp-bridge",
+    "hook",
     "tools",
     "call",
     "breakers",
@@ -42,6 +45,8 @@ pub const CONTROL_SUBCOMMANDS: [&str; 16] = [
     "secret",
     "audit",
     "doctor",
+    "connect",
+    "disconnect",
 ];
 
 /// The name of toolgate's binary.

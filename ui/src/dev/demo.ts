@@ -12,6 +12,8 @@
  */
 import { setTransport, type Method } from '../lib/api/client';
 import type {
+  ConnectApplyBody,
+  ConnectPlanBody,
   Applied,
   ApprovalRequest,
   CallSummary,
@@ -104,6 +106,7 @@ export function install(): Demo {
   let rules = fx.rules(now);
   let nextApproval = 44;
   let callNo = 0;
+  let connectClients = fx.connectClients();
   const r = fx.rng(99);
 
   // Events go out as the engine serialises them (fields that are None left out).
@@ -344,6 +347,23 @@ export function install(): Demo {
       return answer('allow', 'preset:default', 'Low risk runs without asking under the default preset.');
     }
     if (p === '/api/connect') return json(fx.connectInfo());
+    if (p === '/api/connect/clients') return json({ home: '/home/ada', clients: connectClients });
+    if (p === '/api/connect/plan') {
+      const b = body as ConnectPlanBody;
+      return json(fx.connectPlan(b.client, b.action));
+    }
+    if (p === '/api/connect/apply') {
+      const plan = (body as ConnectApplyBody).plan;
+      connectClients = connectClients.map((c) =>
+        c.id !== plan.client
+          ? c
+          : plan.action === 'connect' || plan.action === 'disconnect'
+            ? { ...c, connected: plan.action === 'connect', connected_at: plan.action === 'connect' ? '20261205T101500Z' : null }
+            : { ...c, hooks: c.hooks && { ...c.hooks, installed: plan.action === 'install_hooks' } },
+      );
+      emit({ type: 'policy_reloaded', version: policy.version });
+      return json({ plan, backups: plan.files.map((f) => `${f.path}.toolgate-20261205T101500Z.bak`), warnings: [] });
+    }
     if (p === '/api/health')
       return json({
         process: { rss_bytes: 41_236 * 1024, peak_rss_bytes: 60_112 * 1024, threads: 9, open_fds: 37 },

@@ -29,6 +29,10 @@ import type {
   ToolDetail,
   ToolSummary,
   ClientView,
+  ClientId,
+  ClientStatus,
+  ConnectAction,
+  ConnectPlan,
 } from '../lib/api/types';
 import { errorKind } from '../lib/format';
 
@@ -839,4 +843,140 @@ export function envelopes(startSeq: number, startMs: number, count: number, seed
     });
   }
   return out;
+}
+
+// ---------------------------------------------------------------- connect
+
+const HOME = '/home/ada';
+
+/** Every client as `GET /api/connect/clients` answers on a machine with Claude Desktop, Claude Code and Cursor. */
+export function connectClients(): ClientStatus[] {
+  const none = (id: ClientId, name: string, files: [string, 'user' | 'project' | 'local'][], hooks = false): ClientStatus => ({
+    id,
+    name,
+    detected: false,
+    connected: false,
+    connected_at: null,
+    files: files.map(([path, scope]) => ({ path, scope, project: scope === 'user' ? null : `${HOME}/src/billing`, exists: false, error: null, servers: [] })),
+    hooks: hooks ? { installed: false, path: `${HOME}/.gemini/settings.json` } : null,
+    running: false,
+    restart_hint: `Restart ${name}.`,
+    doc_url: 'https://example.com/docs/mcp',
+  });
+  return [
+    {
+      id: 'claude-desktop',
+      name: 'Claude Desktop',
+      detected: true,
+      connected: false,
+      connected_at: null,
+      files: [
+        {
+          path: `${HOME}/.config/Claude/claude_desktop_config.json`,
+          scope: 'user',
+          project: null,
+          exists: true,
+          error: null,
+          servers: [
+            { name: 'filesystem', transport: 'stdio', target: 'npx -y @modelcontextprotocol/server-filesystem /home/ada/Desktop', is_toolgate: false, stays: null },
+            { name: 'github', transport: 'stdio', target: 'npx -y @modelcontextprotocol/server-github', is_toolgate: false, stays: null },
+          ],
+        },
+      ],
+      hooks: null,
+      running: true,
+      restart_hint: 'Quit Claude Desktop completely (File > Quit; closing the window is not enough) and open it again.',
+      doc_url: 'https://modelcontextprotocol.io/quickstart/user',
+    },
+    {
+      id: 'claude-code',
+      name: 'Claude Code',
+      detected: true,
+      connected: true,
+      connected_at: '20261205T091502Z',
+      files: [
+        {
+          path: `${HOME}/.claude.json`,
+          scope: 'user',
+          project: null,
+          exists: true,
+          error: null,
+          servers: [{ name: 'toolgate', transport: 'stdio', target: 'toolgate mcp-bridge --client "Claude Code"', is_toolgate: true, stays: null }],
+        },
+        {
+          // The same file again: Claude Code keeps each project's local servers in ~/.claude.json.
+          path: `${HOME}/.claude.json`,
+          scope: 'local',
+          project: `${HOME}/src/billing`,
+          exists: true,
+          error: null,
+          servers: [{ name: 'toolgate', transport: 'stdio', target: 'toolgate mcp-bridge --client "Claude Code"', is_toolgate: true, stays: null }],
+        },
+        {
+          path: `${HOME}/src/billing/.mcp.json`,
+          scope: 'project',
+          project: `${HOME}/src/billing`,
+          exists: true,
+          error: null,
+          servers: [{ name: 'sentry', transport: 'streamable_http', target: 'https://mcp.sentry.dev/mcp', is_toolgate: false, stays: 'uses `${SENTRY_TOKEN}`, which only the client can fill in' }],
+        },
+      ],
+      hooks: { installed: false, path: `${HOME}/.claude/settings.json` },
+      running: false,
+      restart_hint: 'Exit each running Claude Code session and start it again; /mcp then lists toolgate.',
+      doc_url: 'https://docs.anthropic.com/en/docs/claude-code/mcp',
+    },
+    {
+      id: 'cursor',
+      name: 'Cursor',
+      detected: true,
+      connected: false,
+      connected_at: null,
+      files: [
+        { path: `${HOME}/.cursor/mcp.json`, scope: 'user', project: null, exists: true, error: '/home/ada/.cursor/mcp.json:4:3: expected a value; nothing was changed', servers: [] },
+        { path: `${HOME}/src/billing/.cursor/mcp.json`, scope: 'project', project: `${HOME}/src/billing`, exists: false, error: null, servers: [] },
+      ],
+      hooks: { installed: false, path: `${HOME}/.cursor/hooks.json` },
+      running: false,
+      restart_hint: 'Restart Cursor (or open a new chat); its MCP settings then list toolgate.',
+      doc_url: 'https://docs.cursor.com/context/model-context-protocol',
+    },
+    none('vscode', 'VS Code', [[`${HOME}/.config/Code/User/mcp.json`, 'user'], [`${HOME}/src/billing/.vscode/mcp.json`, 'project']]),
+    none('windsurf', 'Windsurf', [[`${HOME}/.codeium/windsurf/mcp_config.json`, 'user']]),
+    none('gemini-cli', 'Gemini CLI', [[`${HOME}/.gemini/settings.json`, 'user']], true),
+    none('codex', 'Codex CLI', [[`${HOME}/.codex/config.toml`, 'user']]),
+    none('zed', 'Zed', [[`${HOME}/.config/zed/settings.json`, 'user']]),
+  ];
+}
+
+/** A plan as `POST /api/connect/plan` answers it. */
+export function connectPlan(client: ClientId, action: ConnectAction): ConnectPlan {
+  const name = connectClients().find((c) => c.id === client)?.name ?? client;
+  const path = `${HOME}/.config/Claude/claude_desktop_config.json`;
+  return {
+    client,
+    client_name: name,
+    action,
+    files: [
+      {
+        path: `${HOME}/.config/toolgate/config.toml`,
+        role: 'toolgate_config',
+        creates: false,
+        diff: `--- ${HOME}/.config/toolgate/config.toml\n+++ ${HOME}/.config/toolgate/config.toml\n@@ -3,0 +4,9 @@\n+\n+[[servers]]\n+name = "filesystem"\n+command = ["npx", "-y", "@modelcontextprotocol/server-filesystem", "/home/ada/Desktop"]\n+\n+[[servers]]\n+name = "github"\n+command = ["npx", "-y", "@modelcontextprotocol/server-github"]\n+env = { GITHUB_PERSONAL_ACCESS_TOKEN = "keyring:claude-desktop.github.GITHUB_PERSONAL_ACCESS_TOKEN" }\n`,
+      },
+      {
+        path,
+        role: 'client',
+        creates: false,
+        diff: `--- ${path}\n+++ ${path}\n@@ -1,17 +1,8 @@\n {\n   "mcpServers": {\n-    "filesystem": {\n-      "command": "npx",\n-      "args": ["-y", "@modelcontextprotocol/server-filesystem", "/home/ada/Desktop"]\n-    },\n-    "github": {\n-      "command": "npx",\n-      "args": ["-y", "@modelcontextprotocol/server-github"],\n-      "env": { "GITHUB_PERSONAL_ACCESS_TOKEN": "<secret>" }\n+    "toolgate": {\n+      "command": "toolgate",\n+      "args": ["mcp-bridge", "--client", "${name}"]\n     }\n   },\n   "globalShortcut": "Ctrl+Alt+Space"\n }\n`,
+      },
+    ],
+    summary: [
+      'Move 2 servers into toolgate\'s config: `filesystem`, `github`.',
+      'Store 1 secret in the keychain: `claude-desktop.github.GITHUB_PERSONAL_ACCESS_TOKEN`.',
+      `${name} then starts \`toolgate mcp-bridge --client ${name}\` instead.`,
+    ],
+    notes: [],
+    restart: client === 'claude-desktop' ? 'Quit Claude Desktop completely (File > Quit; closing the window is not enough) and open it again.' : null,
+  };
 }

@@ -65,6 +65,7 @@ describe('resolveKey', () => {
       ['p', 'policy'],
       ['s', 'servers'],
       ['u', 'audit'],
+      ['c', 'connect'],
       ['e', 'settings'],
     ] as const;
     for (const [k, view] of all) {
@@ -156,7 +157,7 @@ describe('the shortcut sheet', () => {
   });
 
   it('gives every view its own g chord, none shared', () => {
-    const views: ViewId[] = ['approvals', 'live', 'breakers', 'tools', 'policy', 'servers', 'audit', 'settings'];
+    const views: ViewId[] = ['approvals', 'live', 'breakers', 'tools', 'policy', 'servers', 'audit', 'connect', 'settings'];
     const chords = views.map(gotoKeys);
     expect(chords.every((c) => /^g [a-z]$/.test(c))).toBe(true);
     expect(new Set(chords).size).toBe(views.length);

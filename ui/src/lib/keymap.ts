@@ -20,7 +20,7 @@
  */
 import { matchKeyBindingPress, parseKeybinding } from 'tinykeys';
 
-export type ViewId = 'approvals' | 'live' | 'breakers' | 'tools' | 'policy' | 'servers' | 'audit' | 'settings';
+export type ViewId = 'approvals' | 'live' | 'breakers' | 'tools' | 'policy' | 'servers' | 'audit' | 'connect' | 'settings';
 
 export type Action =
   | { type: 'help' }
@@ -35,7 +35,10 @@ export type Action =
   | { type: 'search' }
   | { type: 'togglePause' }
   | { type: 'toggleRaw' }
-  | { type: 'toggleCore' };
+  | { type: 'toggleCore' }
+  | { type: 'connectClient' }
+  | { type: 'disconnectClient' }
+  | { type: 'toggleHooks' };
 
 export interface Binding {
   /** tinykeys key strings; any of them triggers. */
@@ -43,7 +46,7 @@ export interface Binding {
   action: Action;
   /** What the `?` sheet says. */
   label: string;
-  group: 'Go to' | 'Lists' | 'Approvals' | 'Live calls' | 'Tools' | 'General';
+  group: 'Go to' | 'Lists' | 'Approvals' | 'Live calls' | 'Tools' | 'Connect' | 'General';
   /** Shown in the sheet instead of the raw key strings. */
   display: string[];
   /** Works inside inputs and dialogs. */
@@ -59,6 +62,7 @@ export const SEQUENCES: Readonly<Record<string, ViewId>> = {
   p: 'policy',
   s: 'servers',
   u: 'audit',
+  c: 'connect',
   e: 'settings',
 };
 
@@ -76,6 +80,7 @@ const VIEW_LABEL: Record<ViewId, string> = {
   policy: 'Policy',
   servers: 'Servers',
   audit: 'Audit',
+  connect: 'Connect',
   settings: 'Settings',
 };
 
@@ -111,6 +116,9 @@ export const BINDINGS: readonly Binding[] = [
   { keys: ['Space'], action: { type: 'togglePause' }, label: 'Pause / follow the feed', group: 'Live calls', display: ['Space'] },
   { keys: ['r'], action: { type: 'toggleRaw' }, label: 'Raw / as the model saw it', group: 'Live calls', display: ['r'] },
   { keys: ['p'], action: { type: 'toggleCore' }, label: 'Pin the open tool as core / unpin it', group: 'Tools', display: ['p'] },
+  { keys: ['c'], action: { type: 'connectClient' }, label: 'Connect the selected client (review the diff first)', group: 'Connect', display: ['c'] },
+  { keys: ['x'], action: { type: 'disconnectClient' }, label: 'Disconnect it (review the diff first)', group: 'Connect', display: ['x'] },
+  { keys: ['h'], action: { type: 'toggleHooks' }, label: 'Install or remove its hooks (review the diff first)', group: 'Connect', display: ['h'] },
 ];
 
 const PARSED = BINDINGS.map((b) => ({ b, presses: b.keys.map((k) => parseKeybinding(k)[0]) }));
@@ -206,7 +214,7 @@ export function isDecision(a: Action): boolean {
 
 /** The sheet's rows, grouped. */
 export function sheet(): { group: Binding['group']; rows: { display: string[]; label: string }[] }[] {
-  const order: Binding['group'][] = ['General', 'Go to', 'Lists', 'Approvals', 'Live calls', 'Tools'];
+  const order: Binding['group'][] = ['General', 'Go to', 'Lists', 'Approvals', 'Live calls', 'Tools', 'Connect'];
   return order.map((group) => ({
     group,
     rows: BINDINGS.filter((b) => b.group === group).map((b) => ({ display: b.display, label: b.label })),

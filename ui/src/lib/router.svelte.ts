@@ -6,7 +6,7 @@
 import { untrack } from 'svelte';
 import type { ViewId } from './keymap';
 
-export const VIEWS: readonly ViewId[] = ['approvals', 'live', 'breakers', 'tools', 'policy', 'servers', 'audit', 'settings'];
+export const VIEWS: readonly ViewId[] = ['approvals', 'live', 'breakers', 'tools', 'policy', 'servers', 'audit', 'connect', 'settings'];
 
 export interface Route {
   view: ViewId;

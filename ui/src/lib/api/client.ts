@@ -15,8 +15,15 @@ import type {
   AuditPage,
   AuditQuery,
   CallDetail,
+  ClientId,
   ClientView,
+  ConnectAction,
+  ConnectApplied,
+  ConnectApplyBody,
+  ConnectClients,
   ConnectInfo,
+  ConnectPlan,
+  ConnectPlanBody,
   CorePinBody,
   CorePinned,
   DeferMode,
@@ -247,6 +254,13 @@ export const api = {
   putPolicy: (body: PolicyPut) => request<Applied>('PUT', '/api/policy', body),
   testPolicy: (body: PolicyTestInput) => request<PolicyTestResult>('POST', '/api/policy/test', body),
   connect: () => request<ConnectInfo>('GET', '/api/connect'),
+  /** Every MCP client the engine knows, found on this machine or not, with its files, servers and hooks; the HOME looked in. */
+  clients: () => request<ConnectClients>('GET', '/api/connect/clients'),
+  /** What an action on a client would change, one diff per file; writes nothing. */
+  connectPlan: (client: ClientId, action: ConnectAction) =>
+    request<ConnectPlan>('POST', '/api/connect/plan', { client, action } satisfies ConnectPlanBody),
+  /** Carries out the plan as shown; `conflict` (409) when a file changed since, and nothing is written. */
+  connectApply: (plan: ConnectPlan) => request<ConnectApplied>('POST', '/api/connect/apply', { plan } satisfies ConnectApplyBody),
   health: () => request<EngineHealth>('GET', '/api/health'),
   slice: (slice: Slice) => request<SliceView>('GET', `/api/state/${slice}`),
 };
