@@ -226,6 +226,10 @@ fn error_text(reply: &CallReply) -> String {
 fn agent_session(conn: &Session, call: &HookCall) -> Session {
     let mut caller = (*conn.caller).clone();
     caller.client_name = Some(call.agent.display_name().to_owned());
+    // The hook process is toolgate's binary, so the peer reads as a bridge
+    // and the caller as its parent, the agent; "via bridge" would only
+    // mislead the person reading the request.
+    caller.bridge_pid = None;
     let id = if call.session.is_empty() {
         call.agent.id().to_owned()
     } else {
