@@ -271,3 +271,7 @@ pub async fn after(engine: &Engine, call: HookCall) -> Value {
         Err(e) => json!({"recorded": false, "reason": e.to_string()}),
     }
 }
+
+#[cfg(test)]
+#[path = "gating_tests.rs"]
+mod tests;
