@@ -59,6 +59,12 @@ impl HookGates {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The definition of the agent tool shown as `shown`, if one of its
+    /// calls was gated (see [`PreparedTools::def_shown_as`]).
+    pub fn def_shown_as(&self, shown: &str) -> Option<crate::tool::ToolDef> {
+        self.prepared.def_shown_as(shown)
+    }
+
     /// How many allowed calls wait for their after-hook.
     pub fn waiting(&self) -> usize {
         self.pending().values().map(VecDeque::len).sum()
