@@ -87,6 +87,13 @@ async fn a_bash_call_is_judged_like_shell_exec_and_named_as_the_agents() {
             .get("claude-code__Bash")
             .is_none()
     );
+    // The console finds its definition under the name people see.
+    let def = engine
+        .hook_gates()
+        .def_shown_as("Claude Code · Bash")
+        .unwrap();
+    assert_eq!(def.name.as_str(), "claude-code__Bash");
+    assert!(def.guards.iter().any(|g| g.arg == "command"), "{def:?}");
 }
 
 #[tokio::test]
