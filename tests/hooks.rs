@@ -504,3 +504,45 @@ async fn toolgates_own_mcp_tools_are_not_gated_twice_and_bad_payloads_never_allo
     assert!(bad.stderr.contains("is not a JSON object"), "{bad:?}");
     assert!(home.audit().await.is_empty());
 }
+
+#[tokio::test]
+async fn web_fetch_meets_the_ssrf_guard_and_gemini_writes_meet_the_roots() {
+    let mut home = Home::new("");
+    std::fs::write(home.config(), roots(&home, "")).unwrap();
+    home.serve(&[]).await;
+    let mut fetch = fixture("claude-code", "pre_tool_use_webfetch");
+    fetch["tool_input"]["url"] = json!("http://169.254.169.254/latest/meta-data/");
+    let out = home.hook("claude-code", &fetch).await;
+    let (decision, reason) = out.claude();
+    assert_eq!(decision, "deny", "{out:?}");
+    assert!(reason.contains("169.254.169.254"), "{reason}");
+
+    let mut write = fixture("gemini-cli", "before_tool_write_file");
+    write["tool_input"]["file_path"] = json!("/etc/cron.d/agent");
+    let out = home.hook("gemini-cli", &write).await;
+    assert_eq!(
+        out.json()["decision"],
+        "deny",
+        "outside every root: {out:?}"
+    );
+    let mut inside = fixture("gemini-cli", "before_tool_write_file");
+    inside["tool_input"]["file_path"] = json!(home.project().join("notes.md"));
+    let out = home.hook("gemini-cli", &inside).await;
+    assert_eq!(
+        out.json()["decision"],
+        "allow",
+        "a write inside the project is medium risk: {out:?}"
+    );
+    assert!(home.pending().await.is_empty(), "nobody was asked");
+    let kinds: Vec<Value> = home
+        .audit()
+        .await
+        .iter()
+        .map(|r| r["error_kind"].clone())
+        .collect();
+    assert_eq!(
+        kinds[..2],
+        [json!("guard_denied"), json!("guard_denied")],
+        "{kinds:?}"
+    );
+}

@@ -4,8 +4,15 @@
 //! data dir) is read once at start. A person who edits one of those should
 //! be told it is not in force yet, not left to guess.
 
-/// Top-level keys a reload applies.
-const APPLIED_ON_RELOAD: &[&str] = &["policy", "allowed_tools", "denied_tools", "servers"];
+/// Top-level keys a reload applies (`hooks` is read by each `toolgate hook
+/// run`, so an edit applies to the next hook at once).
+const APPLIED_ON_RELOAD: &[&str] = &[
+    "policy",
+    "allowed_tools",
+    "denied_tools",
+    "servers",
+    "hooks",
+];
 
 /// The top-level keys whose value differs between the file as the engine
 /// started with it and as it is now, leaving out those a reload applies;
@@ -56,6 +63,8 @@ mod tests {
         let start = "allowed_tools = [\"*\"]\n[policy]\npreset = \"default\"\n[barrier]\nwhen_unavailable = \"refuse\"\n";
         let policy_only = start.replace("default", "strict");
         assert!(start_only_changes(start, &policy_only).is_empty());
+        let hooks = format!("{start}[hooks]\nwhen_engine_down = \"deny\"\n");
+        assert!(start_only_changes(start, &hooks).is_empty());
         let barrier = start.replace("refuse", "run");
         assert_eq!(start_only_changes(start, &barrier), ["barrier"]);
         let added = format!("{barrier}[builtin]\nroots = [\"/srv\"]\n");

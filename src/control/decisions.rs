@@ -81,7 +81,11 @@ impl Control {
     /// The definition of the tool a request is for, while it is registered.
     fn tool_def(&self, tool: &str) -> Option<ToolDef> {
         let tools = self.engine().registry().snapshot();
-        tools.get(tool).map(|t| t.def.clone())
+        tools
+            .get(tool)
+            .map(|t| t.def.clone())
+            // A coding agent's own tool, gated through its hooks.
+            .or_else(|| self.engine().hook_gates().def_shown_as(tool))
     }
 
     /// The newest 10 calls of `tool` by the same caller (pid aside).

@@ -59,6 +59,12 @@ impl HookGates {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The definition of the agent tool shown as `shown`, if one of its
+    /// calls was gated (see [`PreparedTools::def_shown_as`]).
+    pub fn def_shown_as(&self, shown: &str) -> Option<crate::tool::ToolDef> {
+        self.prepared.def_shown_as(shown)
+    }
+
     /// How many allowed calls wait for their after-hook.
     pub fn waiting(&self) -> usize {
         self.pending().values().map(VecDeque::len).sum()
@@ -226,6 +232,10 @@ fn error_text(reply: &CallReply) -> String {
 fn agent_session(conn: &Session, call: &HookCall) -> Session {
     let mut caller = (*conn.caller).clone();
     caller.client_name = Some(call.agent.display_name().to_owned());
+    // The hook process is toolgate's binary, so the peer reads as a bridge
+    // and the caller as its parent, the agent; "via bridge" would only
+    // mislead the person reading the request.
+    caller.bridge_pid = None;
     let id = if call.session.is_empty() {
         call.agent.id().to_owned()
     } else {
@@ -267,3 +277,7 @@ pub async fn after(engine: &Engine, call: HookCall) -> Value {
         Err(e) => json!({"recorded": false, "reason": e.to_string()}),
     }
 }
+
+#[cfg(test)]
+#[path = "gating_tests.rs"]
+mod tests;

@@ -59,6 +59,18 @@ impl PreparedTools {
     }
 }
 
+impl PreparedTools {
+    /// The definition of the agent tool people see as `shown` ("Claude
+    /// Code · Bash"), once one of its calls was prepared: what the
+    /// console's "Approve & always…" reads to offer a command's shape.
+    pub fn def_shown_as(&self, shown: &str) -> Option<ToolDef> {
+        let map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        map.values()
+            .find(|p| &*p.shown == shown)
+            .map(|p| p.tool.def.clone())
+    }
+}
+
 /// "Claude Code · Bash": how people see an agent's tool.
 pub fn shown_name(agent: HookAgent, tool: &str) -> String {
     format!("{} · {tool}", agent.display_name())

@@ -48,6 +48,31 @@ impl Policy {
     }
 }
 
+/// The policy's assessment of `call`. A call judged as another tool (an
+/// agent's own tool, see [`Call::judge_as`]) gets a reason that says so
+/// first: the policy's words name the tool it was judged as
+/// ("Claude Code · Bash, judged as `shell_exec`, is critical risk: …").
+fn assess(config: &crate::policy::PolicyConfig, call: &Call) -> Arc<Assessment> {
+    let judged = call.judged_def();
+    let a = config.assess(judged, &call.args, &call.ctx.caller);
+    if judged.name == call.tool.def.name {
+        return a;
+    }
+    let mut shown = (*a).clone();
+    let named = format!("`{}` ", judged.name);
+    shown.reason = match a.reason.strip_prefix(&named) {
+        // "`shell_exec` is critical risk: …"
+        Some(rest) => format!("{}, judged as `{}`, {rest}", call.tool_name(), judged.name),
+        None => format!(
+            "{} is judged as `{}`: {}",
+            call.tool_name(),
+            judged.name,
+            a.reason
+        ),
+    };
+    Arc::new(shown)
+}
+
 impl Stage for Policy {
     fn name(&self) -> StageName {
         StageName::Policy
@@ -57,9 +82,7 @@ impl Stage for Policy {
     /// decision, or an allow. Only a call that needs a person wraps.
     fn enter(&self, call: &mut Call) -> Enter {
         let policy = self.policy.load();
-        let a = policy
-            .config
-            .assess(call.judged_def(), &call.args, &call.ctx.caller);
+        let a = assess(&policy.config, call);
         if a.verdict == Verdict::Deny {
             note(call, "deny", &a);
             return Enter::Refuse(CallError::PolicyDenied {
@@ -86,9 +109,7 @@ impl Stage for Policy {
                     // Assessed again: `enter` keeps nothing for this step
                     // (assessments are cached per tool).
                     let policy = self.policy.load();
-                    let a = policy
-                        .config
-                        .assess(call.judged_def(), &call.args, &call.ctx.caller);
+                    let a = assess(&policy.config, call);
                     self.ask(call, next, a, policy.version).await
                 }
             }
@@ -207,9 +228,7 @@ impl Policy {
         }
         let now = self.policy.load();
         if now.version != version {
-            let a = now
-                .config
-                .assess(call.judged_def(), &call.args, &call.ctx.caller);
+            let a = assess(&now.config, call);
             if a.verdict == Verdict::Deny {
                 note(call, "deny", &a);
                 return Err(CallError::PolicyDenied {

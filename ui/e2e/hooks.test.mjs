@@ -102,4 +102,43 @@ describe('hooks', { skip: skipUnlessReady(), timeout: 120_000 }, () => {
     assert.equal(answer.hookSpecificOutput.permissionDecision, 'allow', stdout);
     await row.getByText('Approved', { exact: true }).waitFor();
   });
+
+  test('"Approve & always…" offers the command\'s shape, and the rule lets the next hooked call through', async () => {
+    /** @param {string} command @param {string} id */
+    const bash = (command, id) => {
+      const payload = JSON.parse(readFileSync(join(REPO, 'tests/fixtures/hooks/claude-code/pre_tool_use_bash.json'), 'utf8'));
+      payload.cwd = tg.root;
+      payload.tool_input.command = command;
+      payload.tool_use_id = id;
+      return payload;
+    };
+    const hook = startHook(tg, bash('echo hooked-always first', 'toolu_always1'));
+    const id = await waitFor('the hooked echo waiting in `toolgate approvals`', async () => {
+      /** @type {{ id: number, args: { command?: string } }[]} */
+      const list = await tg.cliJson(['approvals']);
+      return list.find((r) => r.args?.command === 'echo hooked-always first')?.id;
+    });
+    const row = page.locator(`li.item[data-id="${id}"]`);
+    await row.getByRole('button').first().click();
+    await page.getByRole('region', { name: 'Request detail' }).getByText(`Request #${id}`).waitFor();
+    await page.getByRole('group', { name: 'Decide' }).getByRole('button', { name: /^Approve & always/ }).click();
+    const d = page.getByRole('dialog');
+    const command = d.getByRole('checkbox', { name: /the command runs echo hooked-always with any plain arguments/ });
+    await command.waitFor();
+    assert.equal(await command.isChecked(), true, 'the command shape is ticked');
+    await d.getByText('Includes this request').waitFor();
+    await d.screenshot({ path: `${SHOTS}/hooks-always-light.png` });
+    const confirm = d.getByRole('button', { name: /Approve & remember/ });
+    await waitFor('Approve & remember to be enabled', () => confirm.isEnabled());
+    await confirm.click();
+    await waitFor('the hook to answer', async () => hook.exited);
+    assert.equal(JSON.parse(hook.out.stdout).hookSpecificOutput.permissionDecision, 'allow', hook.out.stdout);
+
+    const next = startHook(tg, bash('echo hooked-always second --loud', 'toolu_always2'));
+    await waitFor('the next hooked echo to be answered without asking', async () => next.exited);
+    assert.equal(JSON.parse(next.out.stdout).hookSpecificOutput.permissionDecision, 'allow', next.out.stdout);
+    /** @type {unknown[]} */
+    const pending = await tg.cliJson(['approvals']);
+    assert.deepEqual(pending, [], 'nobody was asked the second time');
+  });
 });

@@ -18,6 +18,7 @@ use clap::Subcommand;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
+use toolgate::config::raw::RawConfig;
 use toolgate::discovery;
 use toolgate::hooks::HookAgent;
 use toolgate::hooks::call::{Answer, Decision, Phase};
@@ -25,7 +26,7 @@ use toolgate::hooks::fallback::WhenEngineDown;
 use toolgate::hooks::install_spec::hook_wait_limit;
 use toolgate::hooks::protocol::{self, Parsed, Rendered};
 
-use crate::{Cli, client_data_dir, config, default_socket};
+use crate::{Cli, default_socket};
 
 /// `toolgate hook` subcommands.
 #[derive(Subcommand)]
@@ -100,7 +101,8 @@ async fn answer(cli: &Cli, agent: HookAgent) -> Rendered {
         let abstain = Answer::new(Decision::Abstain, "");
         return protocol::render(agent, &parsed.event, phase, &abstain);
     }
-    match ask_engine(cli, &parsed).await {
+    let settings = HookSettings::read(cli);
+    match ask_engine(cli, &settings, &parsed).await {
         Ok(reply) if phase == Phase::Before => before_reply(agent, &parsed, &reply),
         Ok(_) => protocol::render(
             agent,
@@ -108,7 +110,55 @@ async fn answer(cli: &Cli, agent: HookAgent) -> Rendered {
             phase,
             &Answer::new(Decision::Abstain, ""),
         ),
-        Err(why) => unreachable_engine(cli, agent, &parsed, &why),
+        Err(why) => unreachable_engine(&settings, agent, &parsed, &why),
+    }
+}
+
+/// What the hook needs from toolgate's config file: where the engine's
+/// data dir is, and `[hooks]`. Only parsed, not validated (policy, servers
+/// and the rest are the engine's): a hook runs before every tool call.
+struct HookSettings {
+    data_dir: std::path::PathBuf,
+    when_engine_down: WhenEngineDown,
+    /// Why the file could not be used, if it could not.
+    problem: Option<String>,
+}
+
+impl HookSettings {
+    fn read(cli: &Cli) -> Self {
+        let (raw, problem) = match Self::raw(cli) {
+            Ok(raw) => (raw, None),
+            Err(e) => (RawConfig::default(), Some(e)),
+        };
+        let data_dir = cli
+            .data_dir
+            .clone()
+            .or_else(|| raw.data_dir.as_deref().map(toolgate::paths::expand_home))
+            .unwrap_or_else(toolgate::paths::default_data_dir);
+        Self {
+            data_dir,
+            when_engine_down: raw.hooks.when_engine_down.unwrap_or_default(),
+            problem,
+        }
+    }
+
+    fn raw(cli: &Cli) -> Result<RawConfig, String> {
+        let (path, must_exist) = match &cli.config {
+            Some(p) => (p.clone(), true),
+            None => match toolgate::paths::default_config_file() {
+                Some(p) => (p, false),
+                None => return Ok(RawConfig::default()),
+            },
+        };
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                toml::from_str(&text).map_err(|e| format!("{}: {}", path.display(), e.message()))
+            }
+            Err(e) if !must_exist && e.kind() == std::io::ErrorKind::NotFound => {
+                Ok(RawConfig::default())
+            }
+            Err(e) => Err(format!("{}: {e}", path.display())),
+        }
     }
 }
 
@@ -132,14 +182,17 @@ fn before_reply(agent: HookAgent, parsed: &Parsed, reply: &Value) -> Rendered {
 
 /// Without the engine: the configured fallback for a before-hook, one line
 /// on stderr either way.
-fn unreachable_engine(cli: &Cli, agent: HookAgent, parsed: &Parsed, why: &str) -> Rendered {
-    let (mode, config_note) = match config(cli) {
-        Ok(c) => (c.hooks.when_engine_down, String::new()),
-        Err(e) => (
-            WhenEngineDown::default(),
-            format!(" (config not read: {e:#})"),
-        ),
-    };
+fn unreachable_engine(
+    settings: &HookSettings,
+    agent: HookAgent,
+    parsed: &Parsed,
+    why: &str,
+) -> Rendered {
+    let mode = settings.when_engine_down;
+    let config_note = settings
+        .problem
+        .as_ref()
+        .map_or_else(String::new, |p| format!(" (config not read: {p})"));
     if parsed.call.phase == Phase::After {
         let line = format!(
             "toolgate {why}; the result of this {} call was not recorded",
@@ -158,14 +211,26 @@ fn unreachable_engine(cli: &Cli, agent: HookAgent, parsed: &Parsed, why: &str) -
     protocol::render(agent, &parsed.event, Phase::Before, &answer).with_note(&line)
 }
 
+/// The engine's agent socket: `--socket`, else the one the data dir's
+/// discovery file names (its engine's pid alive), else the default. Unlike
+/// [`discovery::locate`], it does not try the sockets first: the one
+/// connection the hook makes is the test, and a hook runs before every
+/// tool call.
+fn agent_socket(cli: &Cli, data_dir: &std::path::Path) -> std::path::PathBuf {
+    if let Some(socket) = &cli.socket {
+        return socket.clone();
+    }
+    match discovery::read(data_dir) {
+        Ok(Some(info)) if discovery::pid_alive(info.pid) => info.agent_socket,
+        _ => default_socket(data_dir),
+    }
+}
+
 /// Sends the call to the engine and waits for its answer. The error says
 /// why there is none, completing "toolgate …".
-async fn ask_engine(cli: &Cli, parsed: &Parsed) -> Result<Value, String> {
-    let data_dir = client_data_dir(cli);
-    let target =
-        discovery::locate(cli.socket.as_deref(), &data_dir, &default_socket(&data_dir)).await;
-    let stream = match tokio::time::timeout(CONNECT_LIMIT, UnixStream::connect(&target.agent)).await
-    {
+async fn ask_engine(cli: &Cli, settings: &HookSettings, parsed: &Parsed) -> Result<Value, String> {
+    let socket = agent_socket(cli, &settings.data_dir);
+    let stream = match tokio::time::timeout(CONNECT_LIMIT, UnixStream::connect(&socket)).await {
         Ok(Ok(s)) => s,
         Ok(Err(_)) => return Err("is not running".into()),
         Err(_) => return Err("did not answer within half a second".into()),
