@@ -32,6 +32,7 @@ mod self_protection;
 mod shutdown;
 mod socket;
 mod ssrf;
+mod structured;
 mod upstream_redirect;
 mod upstream_remote;
 mod upstream_stdio;

@@ -380,10 +380,21 @@ async fn gate_mode_runs_the_pipeline_around_a_tool_the_agent_runs() {
     );
     let gate_id = g["result"]["gateId"].as_str().unwrap().to_owned();
     let rep = agent
-        .request(4, "toolgate/report", json!({"gateId": gate_id, "result": {"content": [{"type": "text", "text": "found 3"}]}}))
+        .request(
+            4,
+            "toolgate/report",
+            json!({"gateId": gate_id, "result": {
+            "content": [{"type": "text", "text": "found 3"}],
+            "structuredContent": {"found": 3}}}),
+        )
         .await;
     assert_eq!(rep["result"]["content"][0]["text"], "found 3");
     assert_eq!(rep["result"]["isError"], false);
+    assert_eq!(
+        rep["result"]["structuredContent"],
+        json!({"found": 3}),
+        "a report's structured content reaches the agent"
+    );
 
     // A critical agent tool waits for a person, like any other tool.
     let mut events = d.engine.subscribe();

@@ -32,7 +32,7 @@ impl<'a> From<&'a ToolDef> for McpTool<'a> {
             title: d.annotations.title.as_deref(),
             description: &d.description,
             input_schema: &d.input_schema,
-            output_schema: d.output_schema.as_deref(),
+            output_schema: d.listed_output_schema(),
             annotations: &d.annotations,
         }
     }
@@ -65,13 +65,8 @@ fn result_with(mut meta: Value, result: &Result<ToolResult, CallError>) -> Value
                 "isError": r.is_error,
                 "_meta": meta,
             });
-            if let [
-                Content::Json {
-                    value: v @ Value::Object(_),
-                },
-            ] = r.content.as_slice()
-            {
-                out["structuredContent"] = v.clone();
+            if let Some(s) = &r.structured_content {
+                out["structuredContent"] = Value::Object(s.clone());
             }
             out
         }
@@ -191,6 +186,31 @@ mod tests {
         );
         assert_eq!(v["_meta"]["toolgate/error"]["kind"], "denied");
         assert_eq!(v["_meta"]["toolgate/callId"], 9);
+    }
+
+    #[test]
+    fn structured_content_is_sent_as_is_next_to_the_text() {
+        let mut r = ToolResult::text("{\"t\": 1}");
+        r.structured_content = json!({"t": 1}).as_object().cloned();
+        let v = call_result(1, &Ok(r));
+        assert_eq!(v["structuredContent"], json!({"t": 1}));
+        assert_eq!(v["content"][0]["text"], "{\"t\": 1}");
+        let v = call_result(1, &Ok(ToolResult::text("plain")));
+        assert!(v.get("structuredContent").is_none(), "{v}");
+    }
+
+    #[test]
+    fn a_wrapped_tool_lists_no_output_schema() {
+        let mut schema = JsonObject::new();
+        schema.insert("type".into(), json!("object"));
+        let mut d = ToolDef::new(ToolName::new("t").unwrap(), "d", schema.clone())
+            .with_trust(crate::tool::Trust::Trusted);
+        d.output_schema = Some(std::sync::Arc::new(schema));
+        let v = list_result(std::slice::from_ref(&d));
+        assert_eq!(v["tools"][0]["outputSchema"], json!({"type": "object"}));
+        let d = d.with_trust(crate::tool::Trust::External);
+        let v = list_result(&[d]);
+        assert!(v["tools"][0].get("outputSchema").is_none(), "{v}");
     }
 
     #[test]

@@ -358,6 +358,9 @@ struct ReportedResult {
     content: Vec<Value>,
     #[serde(default)]
     is_error: bool,
+    /// The tool's structured output, passed on like an upstream server's.
+    #[serde(default)]
+    structured_content: Option<JsonObject>,
 }
 
 #[derive(Deserialize)]
@@ -374,6 +377,7 @@ pub(super) async fn report(conn: &Conn, params: Option<Value>) -> Result<Value, 
         (Some(r), None) => Ok(ToolResult {
             content: convert::content_from_mcp(&r.content),
             is_error: r.is_error,
+            structured_content: r.structured_content,
             ..ToolResult::default()
         }),
         (None, Some(e)) => Err(reported_error(e)),

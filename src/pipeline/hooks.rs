@@ -61,6 +61,8 @@ pub trait Hook: Send + Sync + 'static {
     }
 
     /// Runs after a successful call; may rewrite `result` in place or block.
+    /// A hook that hides data must look at `result.structured_content` as
+    /// well as the content: clients receive both.
     fn after<'a>(
         &'a self,
         call: HookCall<'a>,

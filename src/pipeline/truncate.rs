@@ -16,12 +16,23 @@
 //! JSON part that is cut becomes a text part, since its prefix is no longer
 //! JSON. Errors pass through untouched. The cut is recorded as a note and in
 //! `result.meta["truncated"]`.
+//!
+//! Structured content (MCP `structuredContent`) cannot be cut: a prefix of
+//! JSON is no JSON, and a thinned object may break the tool's output
+//! schema. It is kept whole or left out ([`fit_structured`]): kept only
+//! when the text was not cut and the two together fit the budget (counted
+//! once when the content already repeats it, as servers should). So it
+//! never carries output past the limit. When it is left out of a
+//! successful result of a tool whose listed output schema promises it, the
+//! result is marked `isError` with a notice saying why: clients that check
+//! the promise (the Python MCP SDK raises on a success without structured
+//! content) accept an error, and the model still reads the (cut) text.
 
 use serde_json::json;
 
 use super::{Call, CallResult, Enter, Stage};
 use crate::events::StageName;
-use crate::tool::{Content, ToolResult};
+use crate::tool::{Content, ToolResult, json_len};
 
 /// What a truncation removed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,6 +121,35 @@ pub fn truncate(result: &mut ToolResult, max_bytes: usize) -> Option<Cut> {
     let mark = notice(cut);
     apply_plan(result, texts, &plan, &mark);
     Some(cut)
+}
+
+/// Leaves out `result`'s structured content unless it fits `max_bytes`
+/// together with the text, and the text was not cut (`text_cut`); returns
+/// the size of what was left out.
+pub fn fit_structured(result: &mut ToolResult, max_bytes: usize, text_cut: bool) -> Option<usize> {
+    result.structured_content.as_ref()?;
+    let text: usize = result.content.iter().map(text_len).sum();
+    if !text_cut && text + result.structured_extra_len() <= max_bytes {
+        return None;
+    }
+    result.structured_content.take().map(|s| json_len(&s))
+}
+
+/// The notice for a result marked as an error because its promised
+/// structured content was left out.
+pub fn structured_notice(bytes: usize, max_bytes: usize, text_cut: bool) -> String {
+    let text = if text_cut {
+        "the text above is its output, cut to fit"
+    } else {
+        "the text above is its whole output"
+    };
+    format!(
+        "the tool's structured result ({} bytes) was left out: with the text it does not \
+         fit the {}-byte output limit. This result is marked as an error only because the \
+         tool promises a structured result; {text}.",
+        thousands(bytes),
+        thousands(max_bytes)
+    )
 }
 
 /// Where the cut starts and ends, as (part, byte offset in that part).
@@ -201,7 +241,12 @@ impl Stage for Truncate {
 
     fn leave(&self, call: &mut Call, result: &mut CallResult) {
         let Ok(result) = result else { return };
-        if let Some(cut) = truncate(result, call.settings.truncate.max_bytes) {
+        let max_bytes = call.settings.truncate.max_bytes;
+        let cut = truncate(result, max_bytes);
+        if let Some(bytes) = fit_structured(result, max_bytes, cut.is_some()) {
+            leave_out_structured(call, result, bytes, cut.is_some());
+        }
+        if let Some(cut) = cut {
             let text = format!(
                 "cut {} of {} bytes",
                 thousands(cut.cut),
@@ -213,6 +258,23 @@ impl Stage for Truncate {
                 json!({"cut_bytes": cut.cut, "total_bytes": cut.total}),
             );
         }
+    }
+}
+
+/// Records structured content left out, and keeps the listed output
+/// schema's promise by marking a successful result as an error.
+fn leave_out_structured(call: &mut Call, result: &mut ToolResult, bytes: usize, text_cut: bool) {
+    let max_bytes = call.settings.truncate.max_bytes;
+    call.note(
+        StageName::Truncate,
+        format!("left out {} bytes of structured content", thousands(bytes)),
+    );
+    result
+        .meta
+        .insert("structured_dropped".to_owned(), json!({"bytes": bytes}));
+    if !result.is_error && call.tool.def.listed_output_schema().is_some() {
+        result.is_error = true;
+        call.notice(structured_notice(bytes, max_bytes, text_cut));
     }
 }
 

@@ -156,6 +156,113 @@ fn a_cut_json_part_becomes_text_and_a_whole_one_stays_json() {
     );
 }
 
+/// A call of a tool that declares an output schema, trusted so the schema
+/// is listed.
+fn promising(max_bytes: usize, trust: crate::tool::Trust) -> crate::pipeline::Call {
+    let mut d = def("t", json!({"type": "object"})).with_trust(trust);
+    d.output_schema = json!({"type": "object"})
+        .as_object()
+        .cloned()
+        .map(std::sync::Arc::new);
+    let settings = ToolSettings {
+        truncate: TruncateConfig { max_bytes },
+        ..ToolSettings::default()
+    };
+    call_with(d, json!({}), settings, "s1")
+}
+
+/// A result as servers send it: the structured value, and its JSON as text.
+fn structured(value: Value) -> ToolResult {
+    ToolResult {
+        content: vec![Content::text(value.to_string())],
+        structured_content: value.as_object().cloned(),
+        ..ToolResult::default()
+    }
+}
+
+#[tokio::test]
+async fn structured_content_repeated_as_text_counts_once_and_stays() {
+    let value = json!({"lines": ["x".repeat(300)]});
+    let len = value.to_string().len();
+    let script = Script::new(vec![Ok(structured(value.clone()))]);
+    // The text and the value are each `len` bytes: together they would not
+    // fit, but the value repeats the text.
+    let mut call = promising(len, crate::tool::Trust::Trusted);
+    let out = run_stage(&Truncate::new(), &mut call, &script)
+        .await
+        .unwrap();
+    assert_eq!(out, structured(value));
+    assert!(call.notes().is_empty() && call.notices().is_empty());
+}
+
+#[tokio::test]
+async fn cut_text_leaves_structured_content_out_and_breaks_no_promise() {
+    let value = json!({"lines": ["x".repeat(2_000)]});
+    let script = Script::new(vec![Ok(structured(value.clone()))]);
+    let mut call = promising(512, crate::tool::Trust::Trusted);
+    let out = run_stage(&Truncate::new(), &mut call, &script)
+        .await
+        .unwrap();
+    assert_eq!(out.structured_content, None);
+    assert!(
+        out.is_error,
+        "a listed output schema promised structured content"
+    );
+    assert_eq!(
+        out.meta["structured_dropped"],
+        json!({"bytes": value.to_string().len()})
+    );
+    assert!(out.meta.contains_key("truncated"));
+    let [notice] = call.notices() else {
+        panic!("one notice: {:?}", call.notices())
+    };
+    assert!(
+        notice.contains("structured result (2,014 bytes) was left out")
+            && notice.contains("512-byte output limit")
+            && notice.ends_with("cut to fit."),
+        "{notice}"
+    );
+}
+
+#[tokio::test]
+async fn structured_content_cannot_smuggle_past_a_short_text() {
+    let mut r = ToolResult::text("ok");
+    r.structured_content = json!({"blob": "y".repeat(10_000)}).as_object().cloned();
+    let script = Script::new(vec![Ok(r)]);
+    let mut call = promising(1_024, crate::tool::Trust::Trusted);
+    let out = run_stage(&Truncate::new(), &mut call, &script)
+        .await
+        .unwrap();
+    assert_eq!(out.structured_content, None);
+    assert_eq!(
+        out.content,
+        vec![Content::text("ok")],
+        "the text was not cut"
+    );
+    assert!(out.is_error);
+    assert!(
+        call.notices()[0].ends_with("the text above is its whole output."),
+        "{:?}",
+        call.notices()
+    );
+}
+
+#[tokio::test]
+async fn without_a_listed_schema_structured_content_is_left_out_quietly() {
+    // Builtin JSON (no schema) and an upstream tool whose output is wrapped
+    // (its schema is not listed) promise nothing.
+    for mut call in [limited(512), promising(512, crate::tool::Trust::External)] {
+        let script = Script::new(vec![Ok(ToolResult::json(json!({"k": "z".repeat(2_000)})))]);
+        let out = run_stage(&Truncate::new(), &mut call, &script)
+            .await
+            .unwrap();
+        assert_eq!(out.structured_content, None);
+        assert!(!out.is_error);
+        assert!(call.notices().is_empty());
+        assert_eq!(call.notes().len(), 2, "{:?}", call.notes());
+    }
+}
+
 #[tokio::test]
 async fn errors_pass_through() {
     let script = Script::new(vec![fail(CallError::tool_failed("x".repeat(100)))]);

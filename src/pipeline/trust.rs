@@ -26,6 +26,16 @@
 //! reads as text and pass unchanged. The id goes into
 //! `result.meta["trust_boundary"]` so the UI can show raw and wrapped
 //! output. Errors pass through: their text comes from toolgate.
+//!
+//! Structured content (MCP `structuredContent`) is taken out of a wrapped
+//! result: a client may hand it to the model as it is, outside any wrapper,
+//! and wrapping strings inside it would break the tool's output schema.
+//! The content is what the tool meant the model to read (the MCP spec asks
+//! servers to repeat structured content there); only when there is no
+//! content does the structured content become a JSON part, so the model
+//! still reads it, wrapped. Such tools list no
+//! output schema ([`ToolDef::listed_output_schema`](crate::tool::ToolDef::listed_output_schema)),
+//! so no client expects it.
 
 use std::borrow::Cow;
 
@@ -153,8 +163,16 @@ fn text_of(part: &mut Content) -> Option<&mut String> {
 /// Wraps every textual part of `result` with one boundary drawn from
 /// `rng` and records the boundary in its metadata ([`META_KEY`]); false
 /// when nothing needed wrapping. A JSON part is textual too: it becomes a
-/// text part holding its JSON, rendered once.
+/// text part holding its JSON, rendered once. Structured content is taken
+/// out (see the module doc).
 pub fn wrap_result(result: &mut ToolResult, tool: &str, source: &str, rng: &mut impl Rng) -> bool {
+    if let Some(s) = result.structured_content.take()
+        && result.content.is_empty()
+    {
+        result.content.push(Content::Json {
+            value: Value::Object(s),
+        });
+    }
     for part in &mut result.content {
         if let Content::Json { value } = part {
             *part = Content::text(value.to_string());

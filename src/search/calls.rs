@@ -161,8 +161,8 @@ impl Engine {
             "trust": d.trust,
             "source": d.source.label(),
         });
-        if let Some(schema) = &d.output_schema {
-            out["outputSchema"] = Value::Object((**schema).clone());
+        if let Some(schema) = d.listed_output_schema() {
+            out["outputSchema"] = Value::Object(schema.clone());
         }
         Ok(ToolResult::json(out))
     }

@@ -333,6 +333,18 @@ impl ToolDef {
         self
     }
 
+    /// The output schema toolgate lists for this tool: the declared one,
+    /// except when the tool's output is trust-wrapped. A listed schema
+    /// promises `structuredContent` on every successful result (clients
+    /// such as the Python MCP SDK refuse a result without it), and a
+    /// wrapped result carries none: a client may show structured content to
+    /// the model, and there it would stand outside the wrapper.
+    pub fn listed_output_schema(&self) -> Option<&JsonObject> {
+        self.output_schema
+            .as_deref()
+            .filter(|_| !self.trust.needs_wrapping())
+    }
+
     /// Sets the base risk.
     pub fn with_risk(mut self, risk: Risk) -> Self {
         self.risk = risk;

@@ -15,6 +15,7 @@ pub use def::{
     Annotations, GuardKind, JsonObject, ParamGuard, Risk, Source, ToolDef, ToolName, ToolNameError,
     Trust,
 };
+pub(crate) use result::json_len;
 pub use result::{Content, ToolResult};
 pub use typed::{TypedTool, schema_for, typed_tool};
 

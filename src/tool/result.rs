@@ -1,6 +1,7 @@
 //! What a tool returns: content parts (text, JSON, image, audio, resource
-//! links) plus an error flag and metadata, the same shape as MCP's
-//! `CallToolResult`, so upstream results pass through without loss.
+//! links) plus structured content, an error flag and metadata, the same
+//! shape as MCP's `CallToolResult`, so upstream results pass through without
+//! loss.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -93,6 +94,13 @@ pub struct ToolResult {
     /// The tool reports that it failed.
     #[serde(default)]
     pub is_error: bool,
+    /// The output as one JSON object for programs (MCP `structuredContent`),
+    /// matching the tool's output schema when it declares one. It usually
+    /// repeats the content: clients that validate against the schema read
+    /// this, models read the content. The pipeline may drop it (truncation,
+    /// trust-wrapping), see docs/agent-protocol.md.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<JsonObject>,
     /// Metadata for people and the audit log; never sent to the model.
     #[serde(default, skip_serializing_if = "JsonObject::is_empty")]
     pub meta: JsonObject,
@@ -107,9 +115,11 @@ impl ToolResult {
         }
     }
 
-    /// A successful JSON result.
+    /// A successful JSON result; an object is also its structured content,
+    /// so programs get it without parsing the text.
     pub fn json(value: Value) -> Self {
         Self {
+            structured_content: value.as_object().cloned(),
             content: vec![Content::Json { value }],
             ..Self::default()
         }
@@ -139,10 +149,54 @@ impl ToolResult {
         out
     }
 
-    /// Total output size in bytes.
+    /// Total output size in bytes: the content, plus the structured
+    /// content's JSON unless the content already carries it.
     pub fn size(&self) -> usize {
-        self.content.iter().map(Content::len).sum()
+        self.content.iter().map(Content::len).sum::<usize>() + self.structured_extra_len()
     }
+
+    /// Bytes the structured content adds to the content: its compact JSON,
+    /// or 0 when there is none or a content part already holds the same
+    /// value (the MCP spec asks servers to repeat it as text).
+    pub fn structured_extra_len(&self) -> usize {
+        match &self.structured_content {
+            Some(s) if !self.content.iter().any(|p| holds(p, s)) => json_len(s),
+            _ => 0,
+        }
+    }
+}
+
+/// Whether `part` is `value`: a JSON part equal to it, or text that parses
+/// to it (any formatting).
+fn holds(part: &Content, value: &JsonObject) -> bool {
+    match part {
+        Content::Json {
+            value: Value::Object(o),
+        } => o == value,
+        Content::Text { text } if text.trim_start().starts_with('{') => {
+            serde_json::from_str::<JsonObject>(text).is_ok_and(|o| &o == value)
+        }
+        _ => false,
+    }
+}
+
+/// Length of `value` as compact JSON, without building the string.
+pub(crate) fn json_len(value: &JsonObject) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut n = Count(0);
+    // Writing to a counter cannot fail, and a map of JSON values always
+    // serialises.
+    let _ = serde_json::to_writer(&mut n, value);
+    n.0
 }
 
 #[cfg(test)]
@@ -168,6 +222,7 @@ mod tests {
                 },
             ],
             is_error: false,
+            structured_content: None,
             meta: JsonObject::new(),
         };
         let v = serde_json::to_value(&r).unwrap();
@@ -176,5 +231,27 @@ mod tests {
         let back: ToolResult = serde_json::from_value(v).unwrap();
         assert_eq!(back, r);
         assert_eq!(r.joined_text(), "hi\n{\"a\":1}\n\nt");
+    }
+
+    #[test]
+    fn structured_content_counts_in_the_size_unless_the_content_repeats_it() {
+        let value = serde_json::json!({"a": [1, 2]});
+        let mut r = ToolResult::text("{ \"a\": [1,\n 2] }");
+        r.structured_content = value.as_object().cloned();
+        assert_eq!(
+            r.structured_extra_len(),
+            0,
+            "any formatting of the same value"
+        );
+        r.content = vec![Content::text("two numbers")];
+        assert_eq!(r.structured_extra_len(), value.to_string().len());
+        assert_eq!(r.size(), "two numbers".len() + value.to_string().len());
+        let j = ToolResult::json(value.clone());
+        assert_eq!(j.structured_content, value.as_object().cloned());
+        assert_eq!(j.size(), value.to_string().len());
+        assert_eq!(
+            ToolResult::json(serde_json::json!([1])).structured_content,
+            None
+        );
     }
 }

@@ -82,15 +82,22 @@ impl RemoteTool {
 }
 
 /// An MCP result as a [`ToolResult`]: content parts one to one, `isError`
-/// kept, structured content added as a JSON part when the server sent no
-/// content (otherwise it duplicates the text, per the MCP spec), `_meta`
-/// kept as metadata for people.
+/// kept, structured content kept (an object, as the MCP spec requires) and
+/// also added as a JSON part when the server sent no content, so a model
+/// reading only the content still sees it; `_meta` kept as metadata for
+/// people.
 pub(crate) fn convert(r: CallToolResult) -> ToolResult {
     let mut content: Vec<Content> = r.content.into_iter().map(content).collect();
+    let structured_content = match r.structured_content {
+        Some(Value::Object(o)) => Some(o),
+        _ => None,
+    };
     if content.is_empty()
-        && let Some(value) = r.structured_content
+        && let Some(o) = &structured_content
     {
-        content.push(Content::Json { value });
+        content.push(Content::Json {
+            value: Value::Object(o.clone()),
+        });
     }
     let meta = r
         .meta
@@ -102,6 +109,7 @@ pub(crate) fn convert(r: CallToolResult) -> ToolResult {
     ToolResult {
         content,
         is_error: r.is_error.unwrap_or(false),
+        structured_content,
         meta,
     }
 }
@@ -146,5 +154,44 @@ fn content(block: ContentBlock) -> Content {
         other => Content::Json {
             value: serde_json::to_value(other).unwrap_or(Value::Null),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn structured_content_is_kept_beside_the_text() {
+        let weather = json!({"temperature": 33, "conditions": "Cloudy"});
+        let mut r = CallToolResult::success(vec![ContentBlock::text(weather.to_string())]);
+        r.structured_content = Some(weather.clone());
+        let t = convert(r);
+        assert_eq!(t.structured_content, weather.as_object().cloned());
+        assert_eq!(t.content, vec![Content::text(weather.to_string())]);
+        assert_eq!(t.structured_extra_len(), 0, "the text repeats it");
+    }
+
+    #[test]
+    fn structured_content_alone_also_becomes_a_json_part() {
+        let mut r = CallToolResult::structured(json!({"a": 1}));
+        r.content.clear();
+        let t = convert(r);
+        assert_eq!(
+            t.content,
+            vec![Content::Json {
+                value: json!({"a": 1})
+            }]
+        );
+        assert_eq!(t.structured_content, json!({"a": 1}).as_object().cloned());
+    }
+
+    #[test]
+    fn structured_content_that_is_not_an_object_is_not_kept() {
+        let mut r = CallToolResult::success(vec![ContentBlock::text("[1]")]);
+        r.structured_content = Some(json!([1]));
+        assert_eq!(convert(r).structured_content, None);
     }
 }
