@@ -36,7 +36,12 @@ cat >/dev/null
 /** What is missing to run a private Secret Service, or `null`. */
 export function keyringMissing() {
   for (const tool of ['dbus-run-session', 'gnome-keyring-daemon', 'dbus-send']) {
-    if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) return `${tool} is not installed (apt-get install gnome-keyring dbus dbus-x11)`;
+    if (spawnSync('sh', ['-c', `command -v ${tool}`]).status === 0) continue;
+    const why = `${tool} is not installed (apt-get install gnome-keyring dbus dbus-x11)`;
+    // Under CI a missing component fails the run; it never skips quietly.
+    if (process.env.CI === 'true') throw new Error(`the keychain tests cannot run: ${why}`);
+    console.error(`\n*** keychain tests SKIPPED: ${why} ***\n`);
+    return why;
   }
   return null;
 }
