@@ -131,6 +131,9 @@ pub enum Event {
     BreakerTransition {
         /// The tool.
         tool: ToolName,
+        /// How people see it, when not by its name (a hooked agent's own
+        /// tool: "Claude Code · Bash"); the name its calls' events carry.
+        shown_as: Option<String>,
         /// Old state.
         from: BreakerState,
         /// New state.
@@ -595,6 +598,7 @@ mod tests {
     fn breaker() -> Event {
         Event::BreakerTransition {
             tool: ToolName::new("t").unwrap(),
+            shown_as: None,
             from: BreakerState::Closed,
             to: BreakerState::Open,
         }

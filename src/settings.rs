@@ -184,6 +184,12 @@ impl Settings {
         }
     }
 
+    /// Whether `tool` has settings of its own (a `[tools.NAME]` entry or a
+    /// runtime override), rather than the defaults.
+    pub fn has_own(&self, tool: &str) -> bool {
+        self.per_tool.contains_key(tool) || self.runtime.load().contains_key(tool)
+    }
+
     /// Sets the runtime override for `tool` (replacing any earlier one).
     /// A `[tools.NAME]` entry in the config still takes precedence.
     pub fn set_tool(&self, tool: &str, settings: ToolSettings) {

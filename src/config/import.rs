@@ -165,6 +165,9 @@ pub fn sanitize_name(raw: &str) -> String {
     let name = name.trim_end_matches('_').to_owned();
     if name.is_empty() {
         "server".to_owned()
+    } else if name.parse::<crate::hooks::HookAgent>().is_ok() {
+        // A hook agent's id names its own tools (see `check_server_name`).
+        format!("{name}-mcp")
     } else {
         name
     }

@@ -114,12 +114,25 @@ fn sanitize_always_gives_a_valid_name() {
         "ÜÖÄ",
         "a-very-long-server-name-that-goes-on-and-on",
         "twentyfour_chars_exactl_",
+        "cursor",
+        "claude-code",
     ] {
         let n = sanitize_name(raw);
         assert!(check_server_name(&n).is_ok(), "{raw:?} -> {n:?}");
     }
     assert_eq!(sanitize_name("a.b"), "a_b");
     assert_eq!(sanitize_name("ÜÖÄ"), "server");
+    assert_eq!(sanitize_name("gemini-cli"), "gemini-cli-mcp");
+}
+
+/// A hook agent's id names its own tools (`cursor__Shell`), so no server
+/// may take it: the prefix would mix a server's tools with the agent's in
+/// rules, limits and breakers.
+#[test]
+fn a_hook_agents_id_is_no_server_name() {
+    let e = check_server_name("claude-code").unwrap_err();
+    assert!(e.contains("reserved") && e.contains("Claude Code"), "{e}");
+    assert!(check_server_name("claude-code-mcp").is_ok());
 }
 
 #[test]

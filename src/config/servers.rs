@@ -469,6 +469,13 @@ pub fn check_server_name(name: &str) -> Result<(), String> {
             "`{name}` contains `__` or ends in `_`; `__` separates server and tool names"
         ));
     }
+    if let Ok(agent) = name.parse::<crate::hooks::HookAgent>() {
+        return Err(format!(
+            "`{name}` is reserved: toolgate names {}'s own tools `{name}__<tool>` when it gates \
+             them through the agent's hooks; give this server another name",
+            agent.display_name()
+        ));
+    }
     Ok(())
 }
 

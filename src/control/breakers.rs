@@ -54,8 +54,11 @@ fn view(s: BreakerStats) -> BreakerView {
     } else {
         f64::from(failed) * 100.0 / f64::from(calls)
     };
+    let tool = s.status.tool.to_string();
+    let shown_as = crate::hooks::agent::shown_as(&tool);
     BreakerView {
-        tool: s.status.tool.to_string(),
+        tool,
+        shown_as,
         state: s.status.state,
         failures: s.status.failures,
         threshold: s.cfg.failure_threshold.max(1),

@@ -110,6 +110,10 @@ pub struct LastError {
 pub struct BreakerView {
     /// The tool.
     pub tool: String,
+    /// How people know the tool when it is not its name: a coding
+    /// agent's own tool gated through its hooks, `claude-code__Bash`, is
+    /// "Claude Code · Bash".
+    pub shown_as: Option<String>,
     /// Closed, open or half-open.
     pub state: BreakerState,
     /// Failures counted inside the window.

@@ -43,6 +43,24 @@ impl HookAgent {
     }
 }
 
+/// The agent whose own tool `name` is (`claude-code__Bash` → Claude Code
+/// and `Bash`): hooked tools are named `<agent id>__<tool>`, and no
+/// upstream server may take an agent's id as its name
+/// ([`crate::config::servers::check_server_name`]), so the prefix is
+/// unambiguous.
+pub fn agent_tool(name: &str) -> Option<(HookAgent, &str)> {
+    let (prefix, tool) = name.split_once("__")?;
+    let agent = prefix.parse().ok()?;
+    Some((agent, tool))
+}
+
+/// How people see the tool named `name` when it is a hooked agent's own
+/// ("Claude Code · Bash" for `claude-code__Bash`); `None` for any other
+/// tool, which people see by its name.
+pub fn shown_as(name: &str) -> Option<String> {
+    agent_tool(name).map(|(agent, tool)| crate::hooks::prepare::shown_name(agent, tool))
+}
+
 impl fmt::Display for HookAgent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.id())
@@ -68,6 +86,20 @@ impl FromStr for HookAgent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hooked_tool_names_read_back_as_their_agent() {
+        assert_eq!(
+            agent_tool("claude-code__Bash"),
+            Some((HookAgent::ClaudeCode, "Bash"))
+        );
+        assert_eq!(agent_tool("github__create_issue"), None);
+        assert_eq!(
+            shown_as("gemini-cli__run_shell_command").as_deref(),
+            Some("Gemini CLI · run_shell_command")
+        );
+        assert_eq!(agent_tool("shell_exec"), None);
+    }
 
     #[test]
     fn ids_round_trip_and_unknown_ids_say_which_exist() {

@@ -146,3 +146,26 @@ async fn shutdown_ends_the_calls_that_wait_for_their_report() {
     let late = after(&engine, bash(Phase::After, "ls -la", "k1")).await;
     assert_eq!(late["recorded"], false, "{late}");
 }
+
+/// A coding agent re-runs its tests after every edit: the same command
+/// eight times in a row is allowed (with a warning from the fifth), the
+/// twelfth is refused, and the session is never halted, so the agent's
+/// other tools go on.
+#[tokio::test]
+async fn an_agent_re_running_a_command_is_refused_late_and_never_halted() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(dir.path());
+    for i in 1..=11 {
+        let a = ask(&engine, "ls -la", &format!("k{i}")).await;
+        assert_eq!(a.decision, Decision::Allow, "call {i}: {a:?}");
+    }
+    let refused = ask(&engine, "ls -la", "k12").await;
+    assert_eq!(refused.decision, Decision::Deny, "{refused:?}");
+    assert!(refused.reason.contains("repeat"), "{refused:?}");
+    for i in 13..=20 {
+        let a = ask(&engine, "ls -la", &format!("k{i}")).await;
+        assert_eq!(a.decision, Decision::Deny, "still the same call {i}: {a:?}");
+    }
+    let other = ask(&engine, "curl https://example.com", "k-other").await;
+    assert!(other.reason.contains("no curl"), "not halted: {other:?}");
+}

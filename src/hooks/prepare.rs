@@ -16,6 +16,7 @@ use crate::engine::{Engine, Prepared};
 use crate::guard::shell_like::ShellLike;
 use crate::registry::RegisteredTool;
 use crate::schema::CompiledSchema;
+use crate::settings::LoopGuardConfig;
 use crate::tool::{Source, ToolDef, ToolName, Trust, TypedTool, schema_for};
 
 /// How long the engine waits for the after-hook of an allowed call. The
@@ -119,6 +120,9 @@ fn prepare(
         runner: Arc::new(HookRunner),
     });
     let mut settings = (*engine.settings().resolve(name.as_str())).clone();
+    if !engine.settings().has_own(name.as_str()) {
+        settings.loop_guard = AGENT_LOOP_GUARD;
+    }
     // The agent runs its tool: toolgate cannot re-run it, and the tool may
     // run as long as the agent lets it. The runner gives up first.
     settings.retry.max_retries = 0;
@@ -131,6 +135,19 @@ fn prepare(
         settings: Arc::new(settings),
     })
 }
+
+/// The loop guard of a coding agent's own tool without `[tools.NAME]`
+/// settings. A coding agent re-runs the same command on purpose (the tests
+/// after every edit), so it is warned at 5 identical calls in two minutes
+/// and refused from 12, and its session is never halted: halting would
+/// refuse every later tool of the person's agent session, which only the
+/// agent's own restart would end.
+const AGENT_LOOP_GUARD: LoopGuardConfig = LoopGuardConfig {
+    window: Duration::from_secs(120),
+    warn_at: 5,
+    block_at: 12,
+    halt_at: 0,
+};
 
 /// The built-in's definition, exactly as it is registered.
 fn builtin_def(judge: Judge) -> Option<ToolDef> {

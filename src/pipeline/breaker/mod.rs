@@ -539,6 +539,7 @@ impl Breaker {
     fn emit(&self, tool: ToolName, t: Transition) {
         tracing::info!(tool = %tool, from = ?t.from, to = ?t.to, "circuit breaker transition");
         self.events.emit(Event::BreakerTransition {
+            shown_as: crate::hooks::agent::shown_as(tool.as_str()),
             tool,
             from: t.from,
             to: t.to,

@@ -12,6 +12,12 @@ export type BreakerView = {
  */
 tool: string, 
 /**
+ * How people know the tool when it is not its name: a coding
+ * agent's own tool gated through its hooks, `claude-code__Bash`, is
+ * "Claude Code · Bash".
+ */
+shown_as: string | null, 
+/**
  * Closed, open or half-open.
  */
 state: BreakerState, 

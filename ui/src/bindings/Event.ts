@@ -92,6 +92,11 @@ elapsed: number, } | { "type": "breaker_transition",
  */
 tool: ToolName, 
 /**
+ * How people see it, when not by its name (a hooked agent's own
+ * tool: "Claude Code · Bash"); the name its calls' events carry.
+ */
+shown_as: string | null, 
+/**
  * Old state.
  */
 from: BreakerState, 

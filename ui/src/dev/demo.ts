@@ -248,7 +248,7 @@ export function install(): Demo {
     }
     if ((m = /^\/api\/breakers\/([^/]+)\/reset$/.exec(p))) {
       const tool = decodeURIComponent(m[1] ?? '');
-      emit({ type: 'breaker_transition', tool, from: 'open', to: 'closed' });
+      emit({ type: 'breaker_transition', tool, shown_as: null, from: 'open', to: 'closed' });
       return json({ reset: true });
     }
     if ((m = /^\/api\/servers\/([^/]+)\/restart$/.exec(p))) {

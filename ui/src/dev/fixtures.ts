@@ -411,6 +411,7 @@ export function breakers(now = NOW): BreakerView[] {
     const failed = s.errors.reduce((a, c) => a + c, 0);
     return {
       tool,
+      shown_as: null,
       state,
       failures,
       threshold: 5,

@@ -51,10 +51,11 @@ export class BreakersStore {
     this.probeAt = probeAt;
   }
 
-  /** A call of `tool` ended with `o`. */
-  called(ts_ms: number, tool: string, o: Outcome): void {
-    const b = this.list.find((x) => x.tool === tool);
+  /** A call of `shown` (the tool as its call events name it) ended with `o`. */
+  called(ts_ms: number, shown: string, o: Outcome): void {
+    const b = this.list.find((x) => x.tool === shown || x.shown_as === shown);
     if (!b || isNeutral(o)) return;
+    const tool = b.tool;
     const failed = countsAsFailure(o);
     const spark = bump(this.sparks[tool] ?? sparkFrom([], [], ts_ms, this.shape), ts_ms, failed);
     this.sparks = { ...this.sparks, [tool]: spark };
@@ -67,11 +68,12 @@ export class BreakersStore {
     }
   }
 
-  transition(ts_ms: number, tool: string, to: BreakerView['state']): void {
+  transition(ts_ms: number, tool: string, to: BreakerView['state'], shown_as: string | null = null): void {
     let b = this.list.find((x) => x.tool === tool);
     if (!b) {
       b = {
         tool,
+        shown_as,
         state: to,
         failures: 0,
         ...this.defaults,

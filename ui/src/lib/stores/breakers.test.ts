@@ -27,4 +27,14 @@ describe('BreakersStore', () => {
     expect(after?.calls).toBe((before.calls ?? 0) + 1);
     expect(after?.last_error).toEqual({ kind: 'connection', message: 'reset', at_ms: 2 });
   });
+
+  it("counts a hooked agent tool's calls, which its events name as people see it", () => {
+    const s = new BreakersStore();
+    s.reset(snapshot(), 0);
+    s.transition(1_000, 'claude-code__Bash', 'closed', 'Claude Code · Bash');
+    s.called(2_000, 'Claude Code · Bash', { status: 'err', kind: 'tool_failed', message: 'exit 1', counts_as_failure: true });
+    const b = s.list.find((x) => x.tool === 'claude-code__Bash');
+    expect(b).toMatchObject({ shown_as: 'Claude Code · Bash', failures: 1, calls: 1 });
+    expect(s.list.find((x) => x.tool === 'Claude Code · Bash')).toBeUndefined();
+  });
 });

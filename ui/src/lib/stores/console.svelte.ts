@@ -195,7 +195,7 @@ export class ConsoleStore implements StreamSink {
         this.policy.reloaded(e.version);
         return false;
       case 'breaker_transition':
-        this.breakers.transition(ts_ms, e.tool, e.to);
+        this.breakers.transition(ts_ms, e.tool, e.to, e.shown_as);
         return false;
       case 'server_status':
         this.servers.status(e);

@@ -65,8 +65,8 @@ describe('ConsoleStore', () => {
     const total0 = s.live.callsTotal;
     s.push(env({ type: 'call_received', call_id: 7, tool: 'shell_exec', caller: 'cursor', session: 's', preview: 'ls' }, 1));
     s.push(env({ type: 'call_finished', call_id: 7, tool: 'shell_exec', elapsed: 840, outcome: { status: 'err', kind: 'timeout', message: 'slow', counts_as_failure: true } }, 2));
-    s.push(env({ type: 'breaker_transition', tool: 'fs_read', from: 'closed', to: 'open' }, 1_000));
-    s.push(env({ type: 'breaker_transition', tool: 'web__fetch', from: 'half_open', to: 'closed' }, 1_000));
+    s.push(env({ type: 'breaker_transition', tool: 'fs_read', shown_as: null, from: 'closed', to: 'open' }, 1_000));
+    s.push(env({ type: 'breaker_transition', tool: 'web__fetch', shown_as: null, from: 'half_open', to: 'closed' }, 1_000));
     s.push(env(wire({ type: 'server_status', server: 'web', state: 'ready', tools: 2 })));
     s.push(env({ type: 'tool_quarantined', server: 'db', tool: 'db__list_tables', reason: 'changed', flags: [] }));
     s.push(env({ type: 'approval_rule_changed', rule_id: 3, change: 'added', effect: 'allow', scope: 'shell_exec' }));
