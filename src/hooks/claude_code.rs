@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::HookAgent;
 use super::call::{Answer, Decision, Ended, HookCall, Phase, fallback_key};
-use super::protocol::{HookInputError, Parsed, Rendered, as_text, opt_str, str_field};
+use super::protocol::{HookInputError, Parsed, Rendered, as_text, event_of, opt_str, str_field};
 
 const AGENT: HookAgent = HookAgent::ClaudeCode;
 
@@ -30,18 +30,7 @@ pub(super) fn phase_of(event: &str) -> Option<Phase> {
 }
 
 pub(super) fn parse(v: Value) -> Result<Parsed, HookInputError> {
-    let event = v
-        .get("hook_event_name")
-        .and_then(Value::as_str)
-        .ok_or_else(|| HookInputError::new(AGENT, None, "has no `hook_event_name`"))?
-        .to_owned();
-    let phase = phase_of(&event).ok_or_else(|| {
-        HookInputError::new(
-            AGENT,
-            None,
-            format!("is for {event}, which toolgate does not handle (it handles PreToolUse, PostToolUse and PostToolUseFailure)"),
-        )
-    })?;
+    let (event, phase) = event_of(AGENT, &v)?;
     let tool = str_field(AGENT, &event, &v, "tool_name")?.to_owned();
     let input = v.get("tool_input").cloned().unwrap_or_else(|| json!({}));
     let call_key = match v.get("tool_use_id").and_then(Value::as_str) {

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 
 use super::HookAgent;
 use super::call::{Answer, Decision, Ended, HookCall, Phase, fallback_key};
-use super::protocol::{HookInputError, Parsed, Rendered, as_text, opt_str, str_field};
+use super::protocol::{HookInputError, Parsed, Rendered, as_text, event_of, opt_str, str_field};
 
 const AGENT: HookAgent = HookAgent::Cursor;
 
@@ -42,21 +42,7 @@ struct Tool {
 }
 
 pub(super) fn parse(v: Value) -> Result<Parsed, HookInputError> {
-    let event = v
-        .get("hook_event_name")
-        .and_then(Value::as_str)
-        .ok_or_else(|| HookInputError::new(AGENT, None, "has no `hook_event_name`"))?
-        .to_owned();
-    let phase = phase_of(&event).ok_or_else(|| {
-        HookInputError::new(
-            AGENT,
-            None,
-            format!(
-                "is for {event}, which toolgate does not handle (it handles beforeShellExecution, \
-                 beforeMCPExecution, beforeReadFile, afterShellExecution and afterMCPExecution)"
-            ),
-        )
-    })?;
+    let (event, phase) = event_of(AGENT, &v)?;
     let tool = match event.as_str() {
         "beforeShellExecution" | "afterShellExecution" => shell(&event, &v)?,
         "beforeMCPExecution" | "afterMCPExecution" => mcp(&event, &v)?,

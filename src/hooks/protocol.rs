@@ -163,6 +163,37 @@ pub fn phase_of(agent: HookAgent, event: &str) -> Option<Phase> {
     }
 }
 
+/// The payload's `hook_event_name` and its phase, or the error saying which
+/// events toolgate handles (those it installs, [`super::install_spec`]).
+pub(super) fn event_of(agent: HookAgent, v: &Value) -> Result<(String, Phase), HookInputError> {
+    let event = v
+        .get("hook_event_name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| HookInputError::new(agent, None, "has no `hook_event_name`"))?;
+    match phase_of(agent, event) {
+        Some(phase) => Ok((event.to_owned(), phase)),
+        None => Err(HookInputError::new(
+            agent,
+            None,
+            format!(
+                "is for {event}, which toolgate does not handle (it handles {})",
+                handled(agent)
+            ),
+        )),
+    }
+}
+
+/// "PreToolUse, PostToolUse and PostToolUseFailure": the events toolgate
+/// installs for `agent`.
+fn handled(agent: HookAgent) -> String {
+    let names: Vec<&str> = super::install_spec(agent).iter().map(|e| e.event).collect();
+    match names.split_last() {
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => "no events".to_owned(),
+    }
+}
+
 /// The value as text: a string as it is, anything else as compact JSON.
 pub(super) fn as_text(v: &Value) -> String {
     match v {

@@ -223,7 +223,11 @@ fn unusable_payloads_get_a_one_line_error_and_never_an_allow() {
         br#"{"hook_event_name": "SessionStart"}"#,
     )
     .unwrap_err();
-    assert!(e.to_string().contains("does not handle"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("does not handle (it handles BeforeTool and AfterTool)"),
+        "{e}"
+    );
 }
 
 #[test]
