@@ -32,6 +32,7 @@ pub mod local_http;
 pub mod mcp;
 pub mod open_files;
 pub mod paths;
+pub(crate) mod pause;
 pub mod pipeline;
 pub mod policy;
 pub mod preview;

@@ -147,7 +147,7 @@ pub async fn before(
     let own = root.child();
     let (ticket, ends) = Ticket::new();
     let (engine2, own2) = (engine.clone(), own.clone());
-    let mut finish = tokio::spawn(ticket.scope(async move {
+    let mut finish = tokio::spawn(super::runner::scope(ticket, async move {
         engine2
             .call_prepared(&session, &prepared, mapped.args, &own2)
             .await

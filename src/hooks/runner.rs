@@ -6,50 +6,24 @@
 //! tool ended. The same pause as gate mode ([`crate::mcp`]'s
 //! `toolgate/gate`), except that the two halves arrive as two processes.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
-use tokio::sync::oneshot;
 
 use super::prepare::REPORT_WINDOW;
 use crate::context::CallContext;
 use crate::error::CallError;
+pub(super) use crate::pause::Ticket;
 use crate::tool::{Tool, ToolResult};
 
 tokio::task_local! {
     static TICKET: Arc<Ticket>;
 }
 
-/// The meeting point of a paused hooked call and its two hooks.
-pub(super) struct Ticket {
-    allowed: Mutex<Option<oneshot::Sender<Value>>>,
-    report: Mutex<Option<oneshot::Receiver<Result<ToolResult, CallError>>>>,
-}
-
-/// The ends a hooked call's two hooks hold.
-pub(super) struct Ends {
-    /// Resolves with the arguments when the call may run.
-    pub allowed: oneshot::Receiver<Value>,
-    /// Takes the after-hook's report.
-    pub report: oneshot::Sender<Result<ToolResult, CallError>>,
-}
-
-impl Ticket {
-    pub(super) fn new() -> (Arc<Self>, Ends) {
-        let (allowed_tx, allowed) = oneshot::channel();
-        let (report, report_rx) = oneshot::channel();
-        let ticket = Arc::new(Self {
-            allowed: Mutex::new(Some(allowed_tx)),
-            report: Mutex::new(Some(report_rx)),
-        });
-        (ticket, Ends { allowed, report })
-    }
-
-    /// Runs `f` with this ticket as the one the runner finds.
-    pub(super) async fn scope<F: std::future::Future>(self: Arc<Self>, f: F) -> F::Output {
-        TICKET.scope(self, f).await
-    }
+/// Runs `f` with `ticket` as the one the runner finds.
+pub(super) async fn scope<F: std::future::Future>(ticket: Arc<Ticket>, f: F) -> F::Output {
+    TICKET.scope(ticket, f).await
 }
 
 /// See the module docs.
@@ -67,17 +41,7 @@ impl Tool for HookRunner {
                     "an agent's own tool runs inside the agent; toolgate only judges it through the agent's hooks",
                 ));
             };
-            let allowed = ticket
-                .allowed
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take();
-            let report = ticket
-                .report
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take();
-            let (Some(allowed), Some(report)) = (allowed, report) else {
+            let Some((allowed, report)) = ticket.take() else {
                 return Err(CallError::internal("hook ticket used twice"));
             };
             if allowed.send(args).is_err() {

@@ -36,16 +36,11 @@ use crate::cancel::Cancel;
 use crate::context::CallContext;
 use crate::engine::{CallReply, Engine};
 use crate::error::CallError;
+use crate::pause::{Ends, Ticket};
 use crate::tool::{Annotations, JsonObject, Risk, Source, Tool, ToolDef, ToolName, ToolResult};
 
 tokio::task_local! {
     static TICKET: Arc<Ticket>;
-}
-
-/// The meeting point between a paused pipeline and the gate request.
-struct Ticket {
-    allowed: Mutex<Option<oneshot::Sender<Value>>>,
-    report: Mutex<Option<oneshot::Receiver<Result<ToolResult, CallError>>>>,
 }
 
 /// Gates waiting for their report, by gate id.
@@ -129,17 +124,7 @@ impl Tool for AgentTool {
             let Ok(ticket) = TICKET.try_with(Arc::clone) else {
                 return Err(self.outside_gate());
             };
-            let allowed = ticket
-                .allowed
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take();
-            let report = ticket
-                .report
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take();
-            let (Some(allowed), Some(report)) = (allowed, report) else {
+            let Some((allowed, report)) = ticket.take() else {
                 return Err(CallError::internal("gate ticket used twice"));
             };
             if allowed.send(args).is_err() {
@@ -296,12 +281,13 @@ pub(super) async fn gate(
             ));
         }
     }
-    let (allowed_tx, allowed_rx) = oneshot::channel();
-    let (report_tx, report_rx) = oneshot::channel();
-    let ticket = Arc::new(Ticket {
-        allowed: Mutex::new(Some(allowed_tx)),
-        report: Mutex::new(Some(report_rx)),
-    });
+    let (
+        ticket,
+        Ends {
+            allowed: allowed_rx,
+            report: report_tx,
+        },
+    ) = Ticket::new();
     let (engine, session, cancel) = (engine.clone(), conn.session(), cancel.clone());
     let args = Value::Object(p.arguments.unwrap_or_default());
     let mut finish = tokio::spawn(TICKET.scope(ticket, async move {
