@@ -6,6 +6,7 @@
 
 pub mod agent_ids;
 pub mod approval;
+pub mod atomic_file;
 pub mod audit;
 pub mod barrier;
 pub mod bridge;

@@ -1,12 +1,11 @@
-//! Replacing a client's file the way a person can trust: atomically (a
-//! temporary file in the same directory, synced, renamed over the old
-//! one, the directory synced), with the old file's permission bits and
-//! owner, and a timestamped copy of the old bytes left beside it
+//! Replacing a client's file the way a person can trust: atomically, with
+//! the old file's permission bits and owner ([`crate::atomic_file`]), and
+//! a timestamped copy of the old bytes left beside it
 //! (`<name>.toolgate-backup-20261205T102233Z`). A symlinked file is
 //! written where the link points, so dotfile managers keep their links.
 
 use std::io::Write;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -26,60 +25,15 @@ pub struct Written {
 /// The backup, write, sync or rename failed; the old file is untouched.
 pub fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<Written> {
     let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
-    let dir = match real.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
-        _ => PathBuf::from("."),
+    if let Some(dir) = real.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let backup = match std::fs::metadata(&real) {
+        Ok(_) => Some(backup(&real)?),
+        Err(_) => None,
     };
-    std::fs::create_dir_all(&dir)?;
-    let old = std::fs::metadata(&real).ok();
-    let backup = match &old {
-        Some(_) => Some(backup(&real)?),
-        None => None,
-    };
-    let mode = old
-        .as_ref()
-        .map_or(0o600, |m| m.permissions().mode() & 0o7777);
-    let name = real
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.{:016x}.tmp", rand::random::<u64>()));
-    let result = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        // The umask may have narrowed `mode` at creation.
-        f.set_permissions(std::fs::Permissions::from_mode(mode))?;
-        if let Some(m) = &old {
-            keep_owner(&f, m);
-        }
-        f.sync_all()?;
-        std::fs::rename(&tmp, &real)?;
-        std::fs::File::open(&dir)?.sync_all()
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    Ok(Written { path: real, backup })
-}
-
-/// Gives the new file the old one's owner and group where we may (root,
-/// or a group we belong to); otherwise it stays ours, which it was.
-fn keep_owner(f: &std::fs::File, old: &std::fs::Metadata) {
-    use rustix::fs::{Gid, Uid};
-    let (uid, gid) = (old.uid(), old.gid());
-    let me = rustix::process::geteuid().as_raw();
-    if uid == me && gid == rustix::process::getegid().as_raw() {
-        return;
-    }
-    let uid = (uid != me).then(|| Uid::from_raw(uid));
-    if let Err(e) = rustix::fs::fchown(f, uid, Some(Gid::from_raw(gid))) {
-        tracing::debug!("could not keep the owner of a rewritten file: {e}");
-    }
+    let path = crate::atomic_file::replace(&real, bytes)?;
+    Ok(Written { path, backup })
 }
 
 /// Copies `real` to a new timestamped name beside it, mode kept.

@@ -21,8 +21,6 @@
 //! - [`save`] replaces the file atomically: a temporary file in the same
 //!   directory with the old file's mode, synced, then renamed over it.
 
-use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -535,35 +533,7 @@ pub fn diff(before: &str, after: &str) -> String {
 /// The write, sync or rename failed; the old file is then untouched and
 /// the temporary file removed.
 pub fn save(path: &Path, text: &str) -> std::io::Result<()> {
-    let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
-        _ => Path::new(".").to_owned(),
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let mode = std::fs::metadata(&path).map_or(0o600, |m| m.permissions().mode() & 0o7777);
-    let tmp = dir.join(format!(".{name}.{:016x}.tmp", rand::random::<u64>()));
-    let result = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        // The umask may have narrowed `mode` at creation.
-        f.set_permissions(std::fs::Permissions::from_mode(mode))?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, &path)?;
-        // Make the rename itself durable.
-        std::fs::File::open(&dir)?.sync_all()
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    crate::atomic_file::replace(path, text.as_bytes()).map(drop)
 }
 
 #[cfg(test)]
