@@ -30,6 +30,7 @@ mod search_tokens;
 mod secrets;
 mod self_protection;
 mod shutdown;
+mod snippet;
 mod socket;
 mod ssrf;
 mod structured;

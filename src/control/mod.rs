@@ -238,10 +238,13 @@ impl Control {
     /// How MCP clients connect to this engine.
     pub fn connect(&self) -> types::ConnectInfo {
         let info = &self.inner.info;
+        let resolved = crate::connect::command::resolved();
+        let snippet =
+            crate::connect::command::snippet(&resolved, std::path::Path::new(&info.data_dir));
         types::ConnectInfo {
-            mcp_servers: serde_json::json!({
-                "mcpServers": {"toolgate": {"command": "toolgate", "args": ["mcp-bridge"]}}
-            }),
+            bridge_command: snippet.command_line(),
+            mcp_servers: serde_json::to_value(&snippet).unwrap_or_default(),
+            command_note: resolved.explain(),
             agent_socket: info.agent_socket.clone(),
             http_url: info.http_url.clone(),
         }

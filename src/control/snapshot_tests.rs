@@ -118,6 +118,23 @@ async fn the_snapshots_counters_match_its_parts_at_its_seq() {
         connect.mcp_servers["mcpServers"]["toolgate"]["args"],
         json!(["mcp-bridge"])
     );
+    // The command as it resolves for this engine, and which case applied.
+    let command = connect.mcp_servers["mcpServers"]["toolgate"]["command"]
+        .as_str()
+        .unwrap();
+    assert!(
+        connect
+            .bridge_command
+            .contains(&format!("{command} mcp-bridge"))
+            || connect.bridge_command.contains("mcp-bridge"),
+        "{}",
+        connect.bridge_command
+    );
+    assert!(
+        connect.command_note.contains("PATH") || connect.command_note.contains("own program"),
+        "{}",
+        connect.command_note
+    );
     assert!(snap.recent_approvals.is_empty());
     for c in calls {
         c.abort();

@@ -632,6 +632,11 @@ pub struct ConnectInfo {
     /// The `mcpServers` entry for stdio clients (Claude Desktop, Cursor,
     /// ...): toolgate's bridge relays stdio to the agent socket.
     pub mcp_servers: Value,
+    /// How the snippet's command was chosen: `toolgate` on the PATH, or
+    /// this engine's program by its full path, and why.
+    pub command_note: String,
+    /// The bridge as one shell command line, for clients that take one.
+    pub bridge_command: String,
     /// The agent socket, for clients that open a Unix socket.
     pub agent_socket: String,
     /// The localhost streamable-HTTP endpoint, if on. Its bearer token is

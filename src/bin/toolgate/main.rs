@@ -84,6 +84,12 @@ enum Command {
         /// Only print the one-time login URL.
         #[arg(long)]
         print: bool,
+        /// Print the `mcpServers` snippet for a stdio MCP client (the
+        /// console's "Connect an agent"), with the command as it resolves
+        /// on this machine; which case applied goes to stderr. Needs no
+        /// running engine.
+        #[arg(long, conflicts_with = "print")]
+        print_snippet: bool,
     },
     /// Coding agents' hooks: what their settings run before and after
     /// each of their own tools.
@@ -305,7 +311,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let http = (!no_http).then_some(*http_port);
             serve::serve(&cli, http, *detach, ui_dir.clone()).await
         }
-        Command::Console { print } => inspect::console(&cli, *print).await,
+        Command::Console {
+            print_snippet: true,
+            ..
+        } => Ok(print_snippet(&cli)),
+        Command::Console { print, .. } => inspect::console(&cli, *print).await,
         Command::McpBridge { spawn, client } => {
             serve::bridge(&cli, *spawn, client.as_deref()).await
         }
@@ -427,6 +437,20 @@ fn serve_options(cli: &Cli, config: &Config) -> ServeOptions {
 /// The data dir of a command that only talks to the engine: a config that
 /// does not load must not keep a person from reaching the engine (which
 /// runs on its last good config), so it is warned about and skipped.
+/// `toolgate console --print-snippet`: the snippet on stdout, the case
+/// that chose its command on stderr.
+fn print_snippet(cli: &Cli) -> ExitCode {
+    use toolgate::connect::command;
+    let resolved = command::resolved();
+    let snippet = command::snippet(&resolved, &client_data_dir(cli));
+    match serde_json::to_string_pretty(&snippet) {
+        Ok(text) => println!("{text}"),
+        Err(e) => return fail(2, &format!("cannot print the snippet: {e}")),
+    }
+    eprintln!("{}", resolved.explain());
+    ExitCode::SUCCESS
+}
+
 fn client_data_dir(cli: &Cli) -> PathBuf {
     if cli.data_dir.is_some() {
         return data_dir(cli, None);

@@ -11,6 +11,15 @@ export type ConnectInfo = {
  */
 mcp_servers: JsonValue, 
 /**
+ * How the snippet's command was chosen: `toolgate` on the PATH, or
+ * this engine's program by its full path, and why.
+ */
+command_note: string, 
+/**
+ * The bridge as one shell command line, for clients that take one.
+ */
+bridge_command: string, 
+/**
  * The agent socket, for clients that open a Unix socket.
  */
 agent_socket: string, 

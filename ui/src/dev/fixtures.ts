@@ -798,6 +798,8 @@ export function policyView(): PolicyView {
 export function connectInfo(): ConnectInfo {
   return {
     mcp_servers: { mcpServers: { toolgate: { command: 'toolgate', args: ['mcp-bridge'] } } },
+    command_note: "`toolgate` on your PATH is this engine's program, so the snippet names it by name.",
+    bridge_command: 'toolgate mcp-bridge',
     agent_socket: '/run/user/1000/toolgate/agent.sock',
     http_url: 'http://127.0.0.1:7412/mcp',
   };
