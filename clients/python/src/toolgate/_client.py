@@ -70,7 +70,9 @@ class Toolgate:
                     "clientInfo": {"name": client_name, "version": __version__},
                 },
             )
-            self._conn.notify("notifications/initialized", {})
+            # No `notifications/initialized`: it asks for tools/list_changed
+            # notifications, which this connection never uses and would
+            # only queue up between calls.
         except BaseException:
             self._conn.close()
             raise
@@ -144,6 +146,7 @@ class Toolgate:
     # The three steps, for _Tool.
 
     def _gate(self, name: str, arguments: dict[str, Any]) -> tuple[int, Future[Any]]:
+        # The futures are waited on with `_conn.wait`, which reads the socket.
         return self._conn.request("toolgate/gate", {"name": name, "arguments": arguments})
 
     def _report(self, params: dict[str, Any]) -> Future[Any]:
@@ -229,8 +232,9 @@ class _Tool:
     def call(self, arguments: dict[str, Any]) -> Any:
         """One governed call of a sync function, arguments by name."""
         rid, fut = self.tg._gate(self.name, arguments)
+        conn = self.tg._conn
         try:
-            gate = self._allowed(fut.result())
+            gate = self._allowed(conn.wait(fut))
         except BaseException as e:
             if isinstance(e, (KeyboardInterrupt, SystemExit)):
                 self.tg._cancel(rid)
@@ -239,18 +243,19 @@ class _Tool:
         try:
             result = self.fn(**self._typed(gate.get("arguments") or {}))
         except BaseException as e:
-            self.tg._report(_failure(gid, e)).result()
+            conn.wait(self.tg._report(_failure(gid, e)))
             raise
-        return self._model_view(self.tg._report(_success(gid, result)).result())
+        return self._model_view(conn.wait(self.tg._report(_success(gid, result))))
 
     async def call_async(self, arguments: dict[str, Any]) -> Any:
         """One governed call of an async function (or a sync one, run in a
         thread), arguments by name. Cancelling the task cancels the gate
         (a pending approval is closed) or, once the function runs, cancels
         it and reports the call as ``cancelled``."""
+        conn = self.tg._conn
         rid, fut = self.tg._gate(self.name, arguments)
         try:
-            gate = self._allowed(await asyncio.wrap_future(fut))
+            gate = self._allowed(await asyncio.to_thread(conn.wait, fut))
         except asyncio.CancelledError:
             self.tg._cancel(rid)
             raise
@@ -266,9 +271,9 @@ class _Tool:
             self.tg._report(_failure(gid, e))
             raise
         except Exception as e:
-            await asyncio.wrap_future(self.tg._report(_failure(gid, e)))
+            await asyncio.to_thread(conn.wait, self.tg._report(_failure(gid, e)))
             raise
-        reply = await asyncio.wrap_future(self.tg._report(_success(gid, result)))
+        reply = await asyncio.to_thread(conn.wait, self.tg._report(_success(gid, result)))
         return self._model_view(reply)
 
     def _model_view(self, reply: Any) -> Any:

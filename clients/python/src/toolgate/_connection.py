@@ -1,22 +1,33 @@
 """One newline-delimited JSON-RPC connection to the engine's agent socket.
 
-A reader thread matches replies to requests by id, so one connection
-serves threads and event loops at once: a request returns a
-``concurrent.futures.Future`` that sync code waits on and async code
-awaits through ``asyncio.wrap_future``.
+There is no reader thread: the caller waiting for a reply reads the socket
+itself (the "leader"), dispatching every reply it reads to its request's
+future, until its own has come; other waiting threads ("followers") wait
+on a condition and one of them leads next. Handing each reply from a
+reader thread to the waiting one costs two thread switches, about 60 µs a
+round trip in CPython, which is more than the engine's own work on a
+call; reading in the caller's thread keeps a governed call cheaper than
+PraisonAI's in-process tool pipeline (see bench/python/overhead.py).
+Async callers wait in a worker thread (see ``_client``).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import select
 import socket
 import threading
+import time
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 from .errors import ConnectionLost, EngineNotFound, ProtocolError
+
+#: How long a leader waits for bytes before it checks again whether its
+#: own request was cancelled meanwhile (cancelled requests get no reply).
+_POLL_S = 0.05
 
 
 class Connection:
@@ -34,17 +45,18 @@ class Connection:
             ) from e
         self._ids = itertools.count(1)
         self._write_lock = threading.Lock()
+        self._read_lock = threading.Lock()
+        self._buf = bytearray()
         self._pending: dict[int, tuple[str, Future[Any]]] = {}
-        self._pending_lock = threading.Lock()
+        # Guards _pending and _closed; followers wait on it for replies.
+        self._cond = threading.Condition()
         self._closed: BaseException | None = None
-        self._reader = threading.Thread(target=self._read, name="toolgate-reader", daemon=True)
-        self._reader.start()
 
     def request(self, method: str, params: dict[str, Any]) -> tuple[int, Future[Any]]:
         """Sends a request; returns its id and the future of its result."""
         rid = next(self._ids)
         fut: Future[Any] = Future()
-        with self._pending_lock:
+        with self._cond:
             if self._closed is not None:
                 raise ConnectionLost(f"the connection to toolgate is closed: {self._closed}")
             self._pending[rid] = (method, fut)
@@ -57,7 +69,37 @@ class Connection:
 
     def call(self, method: str, params: dict[str, Any], timeout: float | None = None) -> Any:
         """Sends a request and waits for its result."""
-        return self.request(method, params)[1].result(timeout)
+        return self.wait(self.request(method, params)[1], timeout)
+
+    def wait(self, fut: Future[Any], timeout: float | None = None) -> Any:
+        """Waits for a request's result, reading the socket while no other
+        thread does.
+
+        Raises:
+            TimeoutError: after ``timeout`` seconds.
+            concurrent.futures.CancelledError: the request was cancelled.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not fut.done():
+            if self._read_lock.acquire(blocking=False):
+                try:
+                    while not fut.done() and not self._expired(deadline):
+                        self._pump()
+                finally:
+                    self._read_lock.release()
+                    with self._cond:
+                        self._cond.notify_all()  # someone else may lead now
+            else:
+                with self._cond:
+                    if not fut.done():
+                        self._cond.wait(_POLL_S)
+            if not fut.done() and self._expired(deadline):
+                raise TimeoutError(f"no reply from toolgate within {timeout}s")
+        return fut.result()
+
+    @staticmethod
+    def _expired(deadline: float | None) -> bool:
+        return deadline is not None and time.monotonic() > deadline
 
     def notify(self, method: str, params: dict[str, Any]) -> None:
         """Sends a notification (no reply)."""
@@ -72,6 +114,8 @@ class Connection:
         fut = self._forget(rid)
         if fut is not None:
             fut.cancel()
+        with self._cond:
+            self._cond.notify_all()
         if self._closed is None:
             try:
                 self.notify("notifications/cancelled", {"requestId": rid, "reason": reason})
@@ -84,11 +128,12 @@ class Connection:
             self._sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
-        self._sock.close()
-        self._reader.join(timeout=5)
+        self._lost(ConnectionLost("the connection was closed"))
+        with self._read_lock:
+            self._sock.close()
 
     def _forget(self, rid: int) -> Future[Any] | None:
-        with self._pending_lock:
+        with self._cond:
             entry = self._pending.pop(rid, None)
         return entry[1] if entry else None
 
@@ -97,17 +142,34 @@ class Connection:
         with self._write_lock:
             self._sock.sendall(line)
 
-    def _read(self) -> None:
-        why: BaseException = ConnectionLost("toolgate closed the connection")
+    def _pump(self) -> None:
+        """Reads what the socket has (waiting at most ``_POLL_S``) and
+        dispatches every complete line. Only the leader calls it."""
+        if self._closed is not None:
+            return
         try:
-            with self._sock.makefile("rb") as lines:
-                for line in lines:
-                    self._dispatch(line)
+            ready, _, _ = select.select([self._sock], [], [], _POLL_S)
+            if not ready:
+                return
+            chunk = self._sock.recv(1 << 16)
         except (OSError, ValueError) as e:
-            why = ConnectionLost(f"reading from toolgate failed: {e}")
-        with self._pending_lock:
-            self._closed = why
+            self._lost(ConnectionLost(f"reading from toolgate failed: {e}"))
+            return
+        if not chunk:
+            self._lost(ConnectionLost("toolgate closed the connection"))
+            return
+        self._buf += chunk
+        while (end := self._buf.find(b"\n")) >= 0:
+            line = bytes(self._buf[:end])
+            del self._buf[: end + 1]
+            self._dispatch(line)
+
+    def _lost(self, why: ConnectionLost) -> None:
+        with self._cond:
+            if self._closed is None:
+                self._closed = why
             pending, self._pending = self._pending, {}
+            self._cond.notify_all()
         for method, fut in pending.values():
             if not fut.done():
                 fut.set_exception(ConnectionLost(f"{method}: {why}"))
@@ -122,17 +184,17 @@ class Connection:
         rid = msg.get("id")
         if not isinstance(rid, int):
             return
-        with self._pending_lock:
+        with self._cond:
             entry = self._pending.pop(rid, None)
-        if entry is None:
-            return  # cancelled: nobody waits for it
-        method, fut = entry
-        if fut.done():
-            return
-        err = msg.get("error")
-        if isinstance(err, dict):
-            fut.set_exception(
-                ProtocolError(method, int(err.get("code", 0)), str(err.get("message", "")))
-            )
-        else:
-            fut.set_result(msg.get("result"))
+            if entry is None:
+                return  # cancelled: nobody waits for it
+            method, fut = entry
+            if not fut.done():
+                err = msg.get("error")
+                if isinstance(err, dict):
+                    fut.set_exception(
+                        ProtocolError(method, int(err.get("code", 0)), str(err.get("message", "")))
+                    )
+                else:
+                    fut.set_result(msg.get("result"))
+            self._cond.notify_all()
