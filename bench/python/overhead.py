@@ -23,6 +23,8 @@ PYTHONPATH=clients/python/src) and praisonaiagents.
 from __future__ import annotations
 
 import argparse
+import json
+import socket
 import itertools
 import logging
 import os
@@ -69,6 +71,35 @@ def lookup(count: int, mode: str = "fast") -> str:
     return f"found {count} ({mode})"
 
 
+class Raw:
+    """The engine's share: gate and report (and a ping) written straight
+    to the socket, no package, one blocking reader."""
+
+    def __init__(self, path: Path) -> None:
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.connect(str(path))
+        self.lines = self.sock.makefile("rb")
+        self.ids = itertools.count(1)
+        self.rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}})
+        schema = {"type": "object", "properties": {"count": {"type": "integer"}}}
+        self.rpc("toolgate/register", {"agentId": "bench-raw", "tools": [{"name": "lookup_raw", "inputSchema": schema}]})
+
+    def rpc(self, method: str, params: dict[str, Any]) -> Any:
+        rid = next(self.ids)
+        self.sock.sendall(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}).encode() + b"\n")
+        while True:
+            msg = json.loads(self.lines.readline())
+            if msg.get("id") == rid:
+                if "error" in msg:
+                    raise RuntimeError(f"{method}: {msg['error']}")
+                return msg["result"]
+
+    def gated(self, count: int) -> Any:
+        gate = self.rpc("toolgate/gate", {"name": "lookup_raw", "arguments": {"count": count}})
+        text = lookup(**gate["arguments"])
+        return self.rpc("toolgate/report", {"gateId": gate["gateId"], "result": {"content": [{"type": "text", "text": text}]}})
+
+
 def per_call_us(fn: Callable[[], Any], calls: int) -> float:
     start = time.perf_counter()
     for _ in range(calls):
@@ -105,7 +136,10 @@ def main() -> None:
         # A new argument each call: toolgate's loop guard refuses the same
         # call repeated, as it should for a model stuck in a loop.
         n = itertools.count()
+        raw = Raw(tg.located.agent_socket)
         variants: dict[str, Callable[[], Any]] = {
+            "raw socket: ping round trip": lambda: raw.rpc("ping", {}),
+            "raw socket: gate + report": lambda: raw.gated(next(n)),
             "bare function": lambda: lookup(count=next(n)),
             "governed (package)": lambda: governed(count=next(n)),
             "PraisonAI execute_tool": lambda: plain_agent.execute_tool("lookup", {"count": next(n)}),
@@ -113,7 +147,8 @@ def main() -> None:
         }
         for name, fn in variants.items():
             out = fn()
-            assert isinstance(out, str) and out.startswith("found"), (name, out)
+            if not name.startswith("raw"):
+                assert isinstance(out, str) and out.startswith("found"), (name, out)
             per_call_us(fn, 20)  # warm up
         samples: dict[str, list[float]] = {k: [] for k in variants}
         for _ in range(args.rounds):
