@@ -21,6 +21,9 @@ from typing import Any, TypeVar
 
 import pytest
 
+# PraisonAI's telemetry stays off in tests (no network calls).
+os.environ.setdefault("PRAISONAI_TELEMETRY_DISABLED", "true")
+
 REPO = Path(__file__).resolve().parents[3]
 T = TypeVar("T")
 
