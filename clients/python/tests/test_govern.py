@@ -80,3 +80,57 @@ def test_governed_connects_at_the_first_call(daemon: Daemon, monkeypatch: pytest
 
     assert shout("hi") == "HI"
     assert daemon.audit_row("shout", outcome="ok")["caller"]["agent_id"] == "lazy-agent"
+
+
+def test_one_connection_serves_threads_and_tasks_at_once(daemon: Daemon) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with Toolgate("busy") as tg:
+
+        @tg.govern
+        def square(x: int) -> str:
+            """Squares."""
+            return str(x * x)
+
+        @tg.govern
+        async def cube(x: int) -> str:
+            """Cubes."""
+            await asyncio.sleep(0)
+            return str(x**3)
+
+        with ThreadPoolExecutor(8) as pool:
+            squares = list(pool.map(lambda i: square(str(i)), range(160)))
+        assert squares == [str(i * i) for i in range(160)]
+
+        async def many() -> list[str]:
+            return list(await asyncio.gather(*(cube(i) for i in range(60))))
+
+        assert asyncio.run(many()) == [str(i**3) for i in range(60)]
+
+
+def test_a_dead_engine_fails_the_call_instead_of_hanging(tmp_path: object) -> None:
+    import socket as s
+    import threading
+    from pathlib import Path
+
+    from toolgate import ConnectionLost
+
+    path = Path(str(tmp_path)) / "fake.sock"
+    server = s.socket(s.AF_UNIX)
+    server.bind(str(path))
+    server.listen(1)
+
+    def engine_that_dies() -> None:
+        conn, _ = server.accept()
+        with conn, conn.makefile("rb") as lines:
+            lines.readline()  # initialize
+            conn.sendall(b'{"jsonrpc":"2.0","id":1,"result":{"serverInfo":{"name":"fake"}}}\n')
+            lines.readline()  # toolgate/register
+        # Closed without answering.
+
+    threading.Thread(target=engine_that_dies, daemon=True).start()
+    tg = Toolgate("dies", socket_path=path)
+    with pytest.raises(ConnectionLost, match="toolgate/register"):
+        tg.register([{"name": "x", "inputSchema": {"type": "object"}}])
+    tg.close()
+    server.close()

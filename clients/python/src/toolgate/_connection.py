@@ -9,24 +9,27 @@ round trip in CPython, which is more than the engine's own work on a
 call; reading in the caller's thread keeps a governed call cheaper than
 PraisonAI's in-process tool pipeline (see bench/python/overhead.py).
 Async callers wait in a worker thread (see ``_client``).
+
+The leader blocks in ``recv``. A cancelled request gets no reply, so
+cancelling one also sends a ``ping``: its reply wakes a leader that was
+reading for the cancelled request, which then sees it done.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import select
 import socket
 import threading
-import time
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 from .errors import ConnectionLost, EngineNotFound, ProtocolError
 
-#: How long a leader waits for bytes before it checks again whether its
-#: own request was cancelled meanwhile (cancelled requests get no reply).
+#: How long a follower waits on the condition before it looks again
+#: whether it can lead (a safety net: every dispatch and every leader's
+#: release notify it).
 _POLL_S = 0.05
 
 
@@ -67,23 +70,21 @@ class Connection:
             raise ConnectionLost(f"{method}: writing to toolgate failed: {e}") from e
         return rid, fut
 
-    def call(self, method: str, params: dict[str, Any], timeout: float | None = None) -> Any:
+    def call(self, method: str, params: dict[str, Any]) -> Any:
         """Sends a request and waits for its result."""
-        return self.wait(self.request(method, params)[1], timeout)
+        return self.wait(self.request(method, params)[1])
 
-    def wait(self, fut: Future[Any], timeout: float | None = None) -> Any:
+    def wait(self, fut: Future[Any]) -> Any:
         """Waits for a request's result, reading the socket while no other
         thread does.
 
         Raises:
-            TimeoutError: after ``timeout`` seconds.
             concurrent.futures.CancelledError: the request was cancelled.
         """
-        deadline = None if timeout is None else time.monotonic() + timeout
         while not fut.done():
             if self._read_lock.acquire(blocking=False):
                 try:
-                    while not fut.done() and not self._expired(deadline):
+                    while not fut.done():
                         self._pump()
                 finally:
                     self._read_lock.release()
@@ -93,13 +94,7 @@ class Connection:
                 with self._cond:
                     if not fut.done():
                         self._cond.wait(_POLL_S)
-            if not fut.done() and self._expired(deadline):
-                raise TimeoutError(f"no reply from toolgate within {timeout}s")
         return fut.result()
-
-    @staticmethod
-    def _expired(deadline: float | None) -> bool:
-        return deadline is not None and time.monotonic() > deadline
 
     def notify(self, method: str, params: dict[str, Any]) -> None:
         """Sends a notification (no reply)."""
@@ -119,6 +114,7 @@ class Connection:
         if self._closed is None:
             try:
                 self.notify("notifications/cancelled", {"requestId": rid, "reason": reason})
+                self.request("ping", {})  # wakes a leader reading for `rid`
             except ConnectionLost:
                 pass
 
@@ -143,14 +139,11 @@ class Connection:
             self._sock.sendall(line)
 
     def _pump(self) -> None:
-        """Reads what the socket has (waiting at most ``_POLL_S``) and
+        """Reads what the socket has (blocking until something comes) and
         dispatches every complete line. Only the leader calls it."""
         if self._closed is not None:
             return
         try:
-            ready, _, _ = select.select([self._sock], [], [], _POLL_S)
-            if not ready:
-                return
             chunk = self._sock.recv(1 << 16)
         except (OSError, ValueError) as e:
             self._lost(ConnectionLost(f"reading from toolgate failed: {e}"))
