@@ -55,6 +55,16 @@ def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 20.0) ->
         time.sleep(0.02)
 
 
+def need(module: str) -> Any:
+    """Imports ``module``: a test dependency. Missing, it skips the tests
+    that need it, except under CI=true, where it fails them."""
+    if os.environ.get("CI") == "true":
+        import importlib
+
+        return importlib.import_module(module)
+    return pytest.importorskip(module)
+
+
 def _binary() -> Path:
     given = os.environ.get("TOOLGATE_BIN")
     target = os.environ.get("CARGO_TARGET_DIR") or str(REPO / "target")

@@ -5,6 +5,7 @@ for each tool call of the LLM), against a real daemon."""
 from __future__ import annotations
 
 import asyncio
+import enum
 import threading
 from typing import Any, Literal
 
@@ -12,10 +13,10 @@ import pytest
 
 from toolgate import govern_agent
 
-from .conftest import Daemon, wait_for
+from .conftest import Daemon, need, wait_for
 
-pytest.importorskip("praisonaiagents")
-from praisonaiagents import Agent  # noqa: E402
+Agent = need("praisonaiagents").Agent
+tool = need("praisonaiagents").tool
 
 SEEN: list[Any] = []
 
@@ -47,7 +48,7 @@ def explode(reason: str) -> str:
     raise ValueError(f"exploded: {reason}")
 
 
-def agent(name: str, *tools: Any) -> Agent:
+def agent(name: str, *tools: Any) -> Any:
     return Agent(name=name, instructions="Use the tools.", tools=list(tools))
 
 
@@ -194,3 +195,33 @@ def test_two_agents_are_two_callers(daemon: Daemon) -> None:
     finally:
         ta.close()
         tb.close()
+
+
+class Shelf(enum.Enum):
+    TOP = "top"
+    BOTTOM = "bottom"
+
+
+def test_tool_decorated_functions_are_governed_too(daemon: Daemon) -> None:
+    got: list[Any] = []
+
+    @tool
+    def fetch_box(shelf: Shelf, count: int = 1) -> str:
+        """Fetches boxes from a shelf.
+
+        Args:
+            shelf: which shelf
+        """
+        got.append((shelf, count))
+        return f"{count} from {shelf.value}"
+
+    a = agent("storekeeper", fetch_box)
+    tg = govern_agent(a)
+    try:
+        (governed,) = a.tools
+        assert governed.parameters["properties"]["shelf"]["enum"] == ["top", "bottom"]
+        assert a.execute_tool("fetch_box", {"shelf": "top", "count": "2"}) == "2 from top"
+        assert got == [(Shelf.TOP, 2)], "the function gets its enum member and toolgate's integer"
+        assert daemon.audit_row("fetch_box", outcome="ok")["caller"]["agent_id"] == "storekeeper"
+    finally:
+        tg.close()

@@ -6,9 +6,10 @@ PraisonAI's ``@tool`` gives the model for the same function."""
 import enum
 from typing import Any, Dict, List, Literal, Optional, Union
 
-import pytest
 
 from toolgate import annotation_schema, input_schema
+
+from .conftest import need
 
 
 class Colour(enum.Enum):
@@ -73,7 +74,7 @@ def test_mixed_literals_have_no_type() -> None:
 
 
 def test_matches_praisonais_own_builder() -> None:
-    schema_mod = pytest.importorskip("praisonaiagents.tools.schema")
+    schema_mod = need("praisonaiagents.tools.schema")
 
     def f(
         query: str,
