@@ -40,8 +40,11 @@ def govern_agent(
         toolgate: the connection to use; by default a new one whose agent
             id is ``agent.name``, so toolgate names the caller after the
             agent (one connection is one agent: give each agent its own).
-        risks: a risk per tool name (``low`` unless given; a ``@tool``
-            marked ``approval=`` counts as ``high``).
+        risks: a risk per tool name; otherwise a ``@tool(approval=...)``
+            gives its risk level (``approval=True`` is ``high``) and other
+            tools are ``low``. PraisonAI's own approval of such a tool
+            stays: it is a person's sign-off the agent's author asked for,
+            and toolgate's policy may not ask at that risk.
 
     Tools that are not functions (MCP servers, tool classes) are left as
     they are: an ``MCP("toolgate mcp-bridge")`` is governed by toolgate
