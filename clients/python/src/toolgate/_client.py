@@ -301,7 +301,7 @@ def _success(gid: str, result: Any) -> dict[str, Any]:
 
 
 def _failure(gid: str, e: BaseException) -> dict[str, Any]:
-    if isinstance(e, asyncio.CancelledError):
+    if isinstance(e, (asyncio.CancelledError, KeyboardInterrupt)):
         return {"gateId": gid, "error": {"kind": "cancelled", "message": "the caller cancelled the call"}}
     if isinstance(e, TimeoutError):
         return {"gateId": gid, "error": {"kind": "timeout", "message": str(e) or "timed out"}}
