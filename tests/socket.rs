@@ -346,6 +346,45 @@ async fn two_hundred_concurrent_clients_are_all_served() {
     d.stop().await;
 }
 
+/// An agent that cancels the tool it was running (an asyncio task
+/// cancelled mid-call) reports `cancelled`: the call ends cancelled, not
+/// as a tool failure the breaker would count.
+#[tokio::test]
+async fn gate_mode_report_of_a_cancelled_run_ends_the_call_cancelled() {
+    let d = TestDaemon::start("").await;
+    let mut agent = d.raw().await;
+    agent.initialize().await;
+    agent
+        .request(
+            1,
+            "toolgate/register",
+            json!({"agentId": "py-cancel", "tools": [
+            {"name": "long_job", "inputSchema": {"type": "object"}}]}),
+        )
+        .await;
+    let g = agent
+        .request(
+            2,
+            "toolgate/gate",
+            json!({"name": "long_job", "arguments": {}}),
+        )
+        .await;
+    let gate_id = g["result"]["gateId"].as_str().expect("allowed").to_owned();
+    let rep = agent
+        .request(
+            3,
+            "toolgate/report",
+            json!({"gateId": gate_id, "error": {"kind": "cancelled", "message": "task cancelled"}}),
+        )
+        .await;
+    assert_eq!(rep["result"]["isError"], true, "{rep}");
+    assert_eq!(
+        rep["result"]["_meta"]["toolgate/error"]["kind"], "cancelled",
+        "{rep}"
+    );
+    d.stop().await;
+}
+
 #[tokio::test]
 async fn gate_mode_runs_the_pipeline_around_a_tool_the_agent_runs() {
     let d = TestDaemon::start("").await;

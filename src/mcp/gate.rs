@@ -394,9 +394,15 @@ pub(super) async fn report(conn: &Conn, params: Option<Value>) -> Result<Value, 
 }
 
 /// The agent's error, classified by the class it names (never by words).
+/// `cancelled` is the agent's own cancellation of a call it was running
+/// (an asyncio task cancelled mid-tool): audited as a client cancel, not
+/// as a tool failure the breaker counts.
 fn reported_error(e: ReportedError) -> CallError {
     let message = e.message;
     match e.kind.as_deref() {
+        Some("cancelled") => CallError::Cancelled {
+            reason: crate::cancel::CancelReason::ClientCancelled,
+        },
         Some("timeout") => CallError::Timeout {
             after: std::time::Duration::ZERO,
         },
