@@ -85,6 +85,8 @@ struct Inner {
     connections: Arc<OpenConnections>,
     disclosure: crate::search::Disclosure,
     hook_gates: crate::hooks::gating::HookGates,
+    /// Plugins' hooks, swapped as plugins come and go.
+    live_hooks: crate::pipeline::hooks::HookSet,
 }
 
 /// Connections open now, by who is on the other end.
@@ -183,10 +185,12 @@ impl EngineBuilder {
         let loop_guard = Arc::new(LoopGuard::new(events.clone()));
         let policy = PolicyHandle::new(self.config.policy.clone(), events.clone());
         let guards = Arc::new(self.guards);
+        let live_hooks = crate::pipeline::hooks::HookSet::default();
         let pipeline = pipeline::build(Parts {
             events: events.clone(),
             filter: filter.clone(),
             hooks: self.hooks,
+            live_hooks: live_hooks.clone(),
             guards: guards.clone(),
             policy: policy.clone(),
             approvals: self.approvals.clone(),
@@ -214,6 +218,7 @@ impl EngineBuilder {
                 connections: Arc::default(),
                 disclosure: crate::search::Disclosure::new(self.config.search.clone()),
                 hook_gates: crate::hooks::gating::HookGates::default(),
+                live_hooks,
             }),
         }
     }
@@ -237,6 +242,12 @@ impl Engine {
             guards: GuardConfig::default(),
             approvals: None,
         }
+    }
+
+    /// The hooks plugins add, run after the built-in ones; replacing the
+    /// list takes effect from the next call.
+    pub fn live_hooks(&self) -> &crate::pipeline::hooks::HookSet {
+        &self.inner.live_hooks
     }
 
     /// The registry, for entry points that add or remove tools.
