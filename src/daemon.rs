@@ -495,6 +495,7 @@ impl Daemon {
         let file = path.to_owned();
         let at_start = std::fs::read_to_string(&file).unwrap_or_default();
         let trusting = plugins.clone();
+        let plugin_servers = plugins.servers();
         tokio::spawn(async move {
             while configs.changed().await.is_ok() {
                 let config = configs.borrow_and_update().clone();
@@ -513,9 +514,23 @@ impl Daemon {
                     Err(e) => tracing::error!("allow/deny lists not reloaded: {e}"),
                 }
                 upstreams
-                    .apply_configured(config.servers.clone(), open_keychain)
+                    .apply_configured(with_plugins(&config, &plugin_servers), open_keychain)
                     .await;
                 tracing::info!("config reloaded");
+            }
+        });
+        // Plugins' servers run beside the config's; either changing
+        // applies both.
+        let (upstreams, mut config_now) = (self.upstreams.clone(), watcher.config());
+        let mut plugin_servers = plugins.servers();
+        // The plugins loaded at start have their servers started too.
+        plugin_servers.mark_changed();
+        tokio::spawn(async move {
+            while plugin_servers.changed().await.is_ok() {
+                let config = config_now.borrow_and_update().clone();
+                upstreams
+                    .apply_configured(with_plugins(&config, &plugin_servers), open_keychain)
+                    .await;
             }
         });
         let engine = self.server.engine().clone();
@@ -673,6 +688,17 @@ impl Daemon {
 /// Opens the data dir's audit log as its writer, before any socket is
 /// bound: if another live process writes it, this engine must not start
 /// (its calls would run and then have their replies withheld, unrecorded).
+/// The config's servers, then the plugins' (of two with one name, the
+/// config's runs).
+fn with_plugins(
+    config: &Config,
+    plugins: &tokio::sync::watch::Receiver<Vec<crate::config::servers::ServerSpec>>,
+) -> Vec<crate::config::servers::ServerSpec> {
+    let mut all = config.servers.clone();
+    all.extend(plugins.borrow().iter().cloned());
+    all
+}
+
 async fn own_audit_log(data_dir: &std::path::Path) -> Result<AuditLog, DaemonError> {
     match AuditLog::open_owned(&data_dir.join("audit.db")).await {
         Err(AuditError::Busy { .. }) => Err(DaemonError::Owned {

@@ -631,3 +631,44 @@ async fn a_plugin_command_cannot_reach_the_control_socket() {
     assert!(t.contains("refused:") && !t.contains("connected to"), "{t}");
     d.stop().await;
 }
+
+// ---- MCP servers -------------------------------------------------------------
+
+#[tokio::test]
+async fn a_plugins_mcp_server_starts_with_the_plugin_and_stops_when_it_goes() {
+    let d = TestDaemon::start_watched(AUTONOMOUS).await;
+    let plugins = d.dir.path().join("plugins");
+    let manifest = format!(
+        "manifest_version = 1\n[[servers]]\nname = \"pyplug\"\ntransport = \"stdio\"\ncommand = {:?}\nargs = [{:?}]\n",
+        crate::common::python::python_str(),
+        crate::upstream_support::py_server()
+    );
+    write_plugin(&plugins, "withserver", &manifest, &[]);
+    let has = |t: &str| d.engine.registry().snapshot().get(t).is_some();
+    wait_for(
+        Duration::from_secs(20),
+        "the plugin's server's tools",
+        || has("pyplug__add"),
+    )
+    .await
+    .unwrap();
+    let r = d
+        .engine
+        .call(&session("s"), "pyplug__add", json!({"a": 2, "b": 3}))
+        .await;
+    assert!(text(&r).contains('5'), "{}", text(&r));
+    // Untrusted plugin: its server's output is untrusted too.
+    let def = d
+        .engine
+        .registry()
+        .resolve("pyplug__add")
+        .unwrap()
+        .def
+        .clone();
+    assert_eq!(def.trust, Trust::Untrusted);
+    std::fs::remove_dir_all(plugins.join("withserver")).unwrap();
+    wait_for(WITHIN, "the server's tools to go", || !has("pyplug__add"))
+        .await
+        .unwrap();
+    d.stop().await;
+}

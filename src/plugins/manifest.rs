@@ -32,6 +32,10 @@ pub struct Manifest {
     /// BEFORE/AFTER hook commands (`[[hooks]]`).
     #[serde(default)]
     pub hooks: Vec<HookSpec>,
+    /// MCP servers (`[[servers]]`), with every option of the config's
+    /// `[[servers]]`, validated by the same code.
+    #[serde(default)]
+    pub servers: Vec<crate::config::servers::RawServer>,
 }
 
 /// One `[[tools]]` entry: a program run once per call.
@@ -146,6 +150,28 @@ impl Manifest {
         }
         manifest.check(text, file)?;
         Ok(manifest)
+    }
+
+    /// The manifest's servers, validated as the config validates its own.
+    ///
+    /// # Errors
+    /// Every problem, each naming its `servers[i].key`.
+    pub fn server_specs(
+        &self,
+        text: &str,
+        file: &Path,
+    ) -> Result<Vec<crate::config::servers::ServerSpec>, ManifestError> {
+        let mut problems = Vec::new();
+        let specs = crate::config::servers::validate(&self.servers, &mut problems);
+        if problems.is_empty() {
+            return Ok(specs);
+        }
+        let line = line_of(text, "[[servers]]");
+        Err(ManifestError {
+            line,
+            column: line.map(|_| 1),
+            ..ManifestError::whole(file, problems.join("; "))
+        })
     }
 
     fn check(&self, text: &str, file: &Path) -> Result<(), ManifestError> {

@@ -60,3 +60,23 @@ fn an_empty_command_and_a_bad_glob_are_refused() {
     let e = Manifest::parse(&text, Path::new("x.toml")).unwrap_err();
     assert!(e.reason.contains("tool glob"), "{e}");
 }
+
+#[test]
+fn servers_take_the_configs_options_and_its_checks() {
+    let ok = "manifest_version = 1\n[[servers]]\nname = \"web\"\ntransport = \"stdio\"\ncommand = \"web-server\"\ntimeout_ms = 500\n";
+    let m = Manifest::parse(ok, Path::new("x.toml")).unwrap();
+    let specs = m.server_specs(ok, Path::new("x.toml")).unwrap();
+    assert_eq!(specs[0].name, "web");
+    assert_eq!(
+        specs[0].timeout,
+        Some(std::time::Duration::from_millis(500))
+    );
+    let unknown = ok.replace("timeout_ms", "colour");
+    let e = Manifest::parse(&unknown, Path::new("x.toml")).unwrap_err();
+    assert!(e.reason.contains("colour"), "{e}");
+    let bad_name = ok.replace("\"web\"", "\"a b\"");
+    let m = Manifest::parse(&bad_name, Path::new("x.toml")).unwrap();
+    let e = m.server_specs(&bad_name, Path::new("x.toml")).unwrap_err();
+    assert!(e.reason.starts_with("servers[0].name"), "{e}");
+    assert_eq!(e.line, Some(2));
+}

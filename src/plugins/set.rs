@@ -32,6 +32,7 @@ use super::command::{self, CommandTool};
 use super::hook::{self, CommandHook};
 use super::manifest::{MANIFEST_FILE, Manifest, ManifestError};
 use crate::Engine;
+use crate::config::servers::ServerSpec;
 use crate::pipeline::hooks::Hook;
 use crate::tool::{JsonObject, Risk, Source, ToolDef, ToolName, Trust};
 
@@ -50,8 +51,10 @@ pub struct PluginView {
     pub trusted: bool,
     /// Its tools in the registry.
     pub tools: Vec<String>,
-    /// Its hooks, as `name (before|after)`.
+    /// Its hooks.
     pub hooks: Vec<PluginHookView>,
+    /// Its MCP servers' names (their tools are `<name>__…`).
+    pub servers: Vec<String>,
     /// What is wrong with it (a broken manifest, a name taken).
     pub errors: Vec<String>,
     /// When its manifest was last read and applied (ms since the epoch).
@@ -76,6 +79,7 @@ struct Loaded {
     text: Option<String>,
     tools: BTreeSet<ToolName>,
     hooks: Vec<Arc<dyn Hook>>,
+    servers: Vec<ServerSpec>,
     view: PluginView,
 }
 
@@ -84,6 +88,7 @@ struct Loaded {
 pub struct PluginSet {
     inner: Arc<Mutex<State>>,
     views: Arc<watch::Sender<Vec<PluginView>>>,
+    servers: Arc<watch::Sender<Vec<ServerSpec>>>,
 }
 
 struct State {
@@ -113,7 +118,17 @@ impl PluginSet {
                 loaded: BTreeMap::new(),
             })),
             views: Arc::new(watch::channel(Vec::new()).0),
+            servers: Arc::new(watch::channel(Vec::new()).0),
         }
+    }
+
+    /// Every plugin's MCP servers; `changed()` fires when they change. The
+    /// daemon runs them beside the config's (see
+    /// [`crate::upstream::Upstreams::apply_configured`]): started when their
+    /// plugin is added, restarted when their entry changes, stopped when it
+    /// goes.
+    pub fn servers(&self) -> watch::Receiver<Vec<ServerSpec>> {
+        self.servers.subscribe()
     }
 
     /// The plugin directory.
@@ -182,8 +197,18 @@ impl PluginSet {
             .collect();
         state.engine.live_hooks().set(hooks);
         let views = state.loaded.values().map(|l| l.view.clone()).collect();
+        let servers: Vec<ServerSpec> = state
+            .loaded
+            .values()
+            .flat_map(|l| l.servers.iter().cloned())
+            .collect();
         drop(state);
         self.views.send_replace(views);
+        self.servers.send_if_modified(|s| {
+            let changed = *s != servers;
+            *s = servers;
+            changed
+        });
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -235,14 +260,16 @@ impl State {
             trusted,
             tools: Vec::new(),
             hooks: Vec::new(),
+            servers: Vec::new(),
             errors: Vec::new(),
             reloaded_ms: u64::try_from(crate::audit::now_ms()).unwrap_or(0),
         };
         let parsed = match &text {
-            Some(t) => Manifest::parse(t, &file),
+            Some(t) => Manifest::parse(t, &file)
+                .and_then(|m| m.server_specs(t, &file).map(|servers| (m, servers))),
             None => Err(ManifestError::whole(&file, "cannot be read")),
         };
-        let manifest = match parsed {
+        let (manifest, servers) = match parsed {
             Ok(m) => m,
             Err(e) => {
                 tracing::warn!("plugin `{name}` not loaded: {e}");
@@ -254,6 +281,7 @@ impl State {
                         text,
                         tools: BTreeSet::new(),
                         hooks: Vec::new(),
+                        servers: Vec::new(),
                         view,
                     },
                 );
@@ -271,13 +299,25 @@ impl State {
             let _ = self.engine.registry().unregister(gone.as_str());
         }
         let hooks = self.hooks(name, dir, &manifest, &mut view);
-        tracing::info!(plugin = %name, tools = tools.len(), hooks = hooks.len(), "plugin loaded");
+        let servers: Vec<ServerSpec> = servers
+            .into_iter()
+            .map(|mut spec| {
+                // The same rule as for its command tools.
+                if !trusted {
+                    spec.trust = Trust::Untrusted;
+                }
+                view.servers.push(spec.name.clone());
+                spec
+            })
+            .collect();
+        tracing::info!(plugin = %name, tools = tools.len(), hooks = hooks.len(), servers = servers.len(), "plugin loaded");
         self.loaded.insert(
             name.to_owned(),
             Loaded {
                 text,
                 tools,
                 hooks,
+                servers,
                 view,
             },
         );
