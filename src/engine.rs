@@ -87,6 +87,8 @@ struct Inner {
     hook_gates: crate::hooks::gating::HookGates,
     /// Plugins' hooks, swapped as plugins come and go.
     live_hooks: crate::pipeline::hooks::HookSet,
+    /// What the plugin directory holds, for the console.
+    plugins: arc_swap::ArcSwap<Vec<crate::plugins::PluginView>>,
 }
 
 /// Connections open now, by who is on the other end.
@@ -219,6 +221,7 @@ impl EngineBuilder {
                 disclosure: crate::search::Disclosure::new(self.config.search.clone()),
                 hook_gates: crate::hooks::gating::HookGates::default(),
                 live_hooks,
+                plugins: arc_swap::ArcSwap::from_pointee(Vec::new()),
             }),
         }
     }
@@ -248,6 +251,19 @@ impl Engine {
     /// list takes effect from the next call.
     pub fn live_hooks(&self) -> &crate::pipeline::hooks::HookSet {
         &self.inner.live_hooks
+    }
+
+    /// Every plugin as the console shows it (empty without a plugin
+    /// directory).
+    pub fn plugins(&self) -> Arc<Vec<crate::plugins::PluginView>> {
+        self.inner.plugins.load_full()
+    }
+
+    /// Records what the plugin directory holds now; live views of the
+    /// servers slice are told.
+    pub fn set_plugins(&self, plugins: Vec<crate::plugins::PluginView>) {
+        self.inner.plugins.store(Arc::new(plugins));
+        self.inner.events.changed(crate::slices::Slice::Servers);
     }
 
     /// The registry, for entry points that add or remove tools.

@@ -36,8 +36,7 @@ use crate::config::servers::ServerSpec;
 use crate::pipeline::hooks::Hook;
 use crate::tool::{JsonObject, Risk, Source, ToolDef, ToolName, Trust};
 
-/// One plugin as a person sees it (the console's Servers view, `toolgate
-/// plugins`).
+/// One plugin as a person sees it in the console's Servers view.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ts_rs::TS)]
 #[serde(rename_all = "camelCase")]
 pub struct PluginView {
@@ -196,12 +195,13 @@ impl PluginSet {
             .flat_map(|l| l.hooks.iter().cloned())
             .collect();
         state.engine.live_hooks().set(hooks);
-        let views = state.loaded.values().map(|l| l.view.clone()).collect();
+        let views: Vec<PluginView> = state.loaded.values().map(|l| l.view.clone()).collect();
         let servers: Vec<ServerSpec> = state
             .loaded
             .values()
             .flat_map(|l| l.servers.iter().cloned())
             .collect();
+        state.engine.set_plugins(views.clone());
         drop(state);
         self.views.send_replace(views);
         self.servers.send_if_modified(|s| {
