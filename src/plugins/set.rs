@@ -48,7 +48,7 @@ pub struct PluginView {
     pub description: String,
     /// Whether the config trusts it.
     pub trusted: bool,
-    /// Its tools in the registry.
+    /// Its tools in the registry, by name.
     pub tools: Vec<String>,
     /// Its hooks.
     pub hooks: Vec<PluginHookView>,
@@ -295,6 +295,7 @@ impl State {
             .map(|l| l.tools)
             .unwrap_or_default();
         let tools = self.register_tools(name, dir, &manifest, trusted, &mut view);
+        view.tools.sort();
         for gone in old.difference(&tools) {
             let _ = self.engine.registry().unregister(gone.as_str());
         }

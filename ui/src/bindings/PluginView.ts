@@ -22,7 +22,7 @@ description: string,
  */
 trusted: boolean, 
 /**
- * Its tools in the registry.
+ * Its tools in the registry, by name.
  */
 tools: Array<string>, 
 /**
