@@ -199,6 +199,40 @@ async fn a_plugin_added_changed_and_removed_is_followed_by_tools_list_without_a_
             .contains("hello-world"),
         "{reply}"
     );
+    // Its hook blocks a call; the audit row names the hook, and the stage
+    // timings the waterfall is drawn from have the hooks stage.
+    let blocked = agent
+        .call(
+            101,
+            "text_slugify",
+            json!({"title": "sk-abcdefghijklmnopqrstu"}),
+        )
+        .await;
+    assert!(
+        blocked["result"]["isError"].as_bool().unwrap_or(false),
+        "{blocked}"
+    );
+    let audit = d.engine.audit().expect("audit");
+    audit.flush().await;
+    let rows = audit.recent_calls(5).await.unwrap();
+    let row = rows
+        .iter()
+        .find(|r| r.tool == "text_slugify" && r.error_kind.as_deref() == Some("blocked"))
+        .expect("the blocked call's row");
+    assert!(
+        row.notes.contains("blocked by `textkit/no-api-keys`"),
+        "{}",
+        row.notes
+    );
+    assert!(
+        row.error_message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("textkit/no-api-keys"),
+        "{:?}",
+        row.error_message
+    );
+    assert!(row.stages.contains("hooks"), "{}", row.stages);
 
     // Changed: a tool taken out of the manifest leaves the list.
     let manifest = std::fs::read_to_string(plugins.join("textkit/plugin.toml")).unwrap();
