@@ -706,3 +706,60 @@ async fn a_plugins_mcp_server_starts_with_the_plugin_and_stops_when_it_goes() {
         .unwrap();
     d.stop().await;
 }
+
+/// Where toolgate's config lives on a person's machine, `~/.config/toolgate/`,
+/// the whole directory is hidden from governed processes; its `plugins/`
+/// stays runnable, and read-only: a plugin runs, but nothing it (or any
+/// governed process) starts can read the config or add a plugin.
+#[tokio::test]
+async fn plugins_run_from_a_hidden_config_dir_and_cannot_change_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (root, dir) = (
+        tmp.path().join("root"),
+        tmp.path().join("home/.config/toolgate"),
+    );
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("config.toml");
+    std::fs::write(&file, format!("{AUTONOMOUS}[plugins]\ntrusted = [\"t\"]\n")).unwrap();
+    let mut config = toolgate::config::Config::load(Some(&file)).unwrap();
+    config.builtin.roots = vec![root.clone()];
+    let env = toolgate::setup::Env {
+        warden: Some(crate::common::warden()),
+        ..toolgate::setup::Env::default()
+    };
+    let engine = toolgate::setup::engine_with(config.clone(), &env, |b| b).unwrap();
+    let plugins = toolgate::plugins::dir_for(&file);
+    let set = PluginSet::new(
+        plugins.clone(),
+        engine.clone(),
+        config.trusted_plugins.clone(),
+    );
+    let _watch = PluginWatcher::start(set).unwrap();
+    let probe = format!(
+        "#!/bin/sh\ncat '{}' > /dev/null 2>&1 && echo 'read the config' || echo 'config hidden'\n\
+         touch '{}' 2> /dev/null && echo 'added a plugin' || echo 'plugins read-only'\n",
+        file.display(),
+        plugins.join("t/evil").display()
+    );
+    write_plugin(
+        &plugins,
+        "t",
+        &one_tool("t_probe", &["./probe.sh"], ""),
+        &[("probe.sh", &probe)],
+    );
+    wait_for(WITHIN, "t_probe", || {
+        engine.registry().snapshot().get("t_probe").is_some()
+    })
+    .await
+    .unwrap();
+    let r = engine.call(&session("s"), "t_probe", json!({})).await;
+    let t = text(&r);
+    assert!(
+        t.contains("config hidden") && t.contains("plugins read-only"),
+        "{t}"
+    );
+    // The control: outside the barrier both work.
+    assert!(std::fs::read_to_string(&file).is_ok());
+    std::fs::write(plugins.join("t/evil"), "").unwrap();
+}
