@@ -137,3 +137,7 @@ fn append(text: &mut String, name: &str, c: &Captured) {
         text.push_str(&format!("\n--- {name} ---\n{body}"));
     }
 }
+
+#[cfg(test)]
+#[path = "command_tests.rs"]
+mod tests;
