@@ -582,6 +582,13 @@ async fn a_before_hook_that_times_out_fails_closed_and_a_failing_after_hook_is_n
         "{:?}",
         r.notes
     );
+    // The plugin's view shows the failure too, for the console.
+    let failure = s.view("t").unwrap().hook_failure.unwrap_or_default();
+    assert!(
+        failure.starts_with("`t/broken` failed and let the result through unchanged")
+            && failure.contains("exited with code 1: crashed"),
+        "{failure}"
+    );
 }
 
 // ---- a broken manifest -----------------------------------------------------

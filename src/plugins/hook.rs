@@ -49,6 +49,25 @@ pub struct CommandHook {
     pub timeout: Duration,
     /// What confines it.
     pub barrier: Barrier,
+    /// Told each time it fails.
+    pub failed: FailureSink,
+}
+
+/// Where a hook's failures are reported, as one line for a person.
+#[derive(Clone)]
+pub struct FailureSink(std::sync::Arc<dyn Fn(String) + Send + Sync>);
+
+impl FailureSink {
+    /// A sink calling `f` with each failure's line.
+    pub fn new(f: impl Fn(String) + Send + Sync + 'static) -> Self {
+        Self(std::sync::Arc::new(f))
+    }
+}
+
+impl std::fmt::Debug for FailureSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FailureSink")
+    }
 }
 
 /// What a hook may answer.
@@ -61,8 +80,21 @@ struct Answer {
 }
 
 impl CommandHook {
-    /// Runs the program with `input`; its answer, or why it failed.
+    /// Runs the program with `input`; its answer, or why it failed (also
+    /// reported to the plugin's view).
     async fn ask(&self, input: Value) -> Result<Answer, String> {
+        let answer = self.run(input).await;
+        if let Err(reason) = &answer {
+            let when = match self.when {
+                HookWhen::Before => "blocked the call",
+                HookWhen::After => "let the result through unchanged",
+            };
+            (self.failed.0)(format!("`{}` failed and {when}: {reason}", self.name));
+        }
+        answer
+    }
+
+    async fn run(&self, input: Value) -> Result<Answer, String> {
         let argv: Vec<&OsStr> = self.argv.iter().map(OsStr::new).collect();
         let program = Program {
             name: &self.name,
@@ -76,9 +108,12 @@ impl CommandHook {
             .map_err(|e| e.to_string())?;
         if !ran.status.success() {
             let stderr = String::from_utf8_lossy(&ran.err.bytes);
+            let how = match ran.status.code() {
+                Some(code) => format!("code {code}"),
+                None => "a signal".to_owned(),
+            };
             return Err(format!(
-                "its program exited with {}{}",
-                ran.status,
+                "its program exited with {how}{}",
                 match stderr.trim() {
                     "" => String::new(),
                     s => format!(": {s}"),

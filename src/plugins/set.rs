@@ -56,6 +56,12 @@ pub struct PluginView {
     pub servers: Vec<String>,
     /// What is wrong with it (a broken manifest, a name taken).
     pub errors: Vec<String>,
+    /// The last time one of its hooks failed, and why (cleared when the
+    /// plugin is reloaded).
+    pub hook_failure: Option<String>,
+    /// When that was (ms since the epoch).
+    #[ts(type = "number | null")]
+    pub hook_failed_ms: Option<u64>,
     /// When its manifest was last read and applied (ms since the epoch).
     #[ts(type = "number")]
     pub reloaded_ms: u64,
@@ -168,6 +174,10 @@ impl PluginSet {
 
     /// Reads the plugin directory again and applies what changed.
     pub fn reload(&self) {
+        let report = Reporter {
+            inner: Arc::downgrade(&self.inner),
+            views: self.views.clone(),
+        };
         let mut state = self.lock();
         let found = scan(&state.dir);
         let gone: Vec<String> = state
@@ -186,7 +196,7 @@ impl PluginSet {
                 .get(&name)
                 .is_some_and(|l| l.text.is_some() && l.text == text);
             if !same {
-                state.load(&name, &dir, text);
+                state.load(&name, &dir, text, &report);
             }
         }
         let hooks: Vec<Arc<dyn Hook>> = state
@@ -195,7 +205,7 @@ impl PluginSet {
             .flat_map(|l| l.hooks.iter().cloned())
             .collect();
         state.engine.live_hooks().set(hooks);
-        let views: Vec<PluginView> = state.loaded.values().map(|l| l.view.clone()).collect();
+        let views = state.views();
         let servers: Vec<ServerSpec> = state
             .loaded
             .values()
@@ -213,6 +223,32 @@ impl PluginSet {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Puts a hook's failure in its plugin's view, so the console shows it
+/// beside the plugin (the call's notes show it on the call).
+struct Reporter {
+    inner: std::sync::Weak<Mutex<State>>,
+    views: Arc<watch::Sender<Vec<PluginView>>>,
+}
+
+impl Reporter {
+    fn sink(&self, plugin: &str) -> hook::FailureSink {
+        let (inner, views, plugin) = (self.inner.clone(), self.views.clone(), plugin.to_owned());
+        hook::FailureSink::new(move |text| {
+            let Some(inner) = inner.upgrade() else { return };
+            let mut state = inner.lock().unwrap_or_else(PoisonError::into_inner);
+            let Some(loaded) = state.loaded.get_mut(&plugin) else {
+                return;
+            };
+            loaded.view.hook_failure = Some(text);
+            loaded.view.hook_failed_ms = u64::try_from(crate::audit::now_ms()).ok();
+            let all = state.views();
+            state.engine.set_plugins(all.clone());
+            drop(state);
+            views.send_replace(all);
+        })
     }
 }
 
@@ -250,7 +286,11 @@ impl State {
         }
     }
 
-    fn load(&mut self, name: &str, dir: &Path, text: Option<String>) {
+    fn views(&self) -> Vec<PluginView> {
+        self.loaded.values().map(|l| l.view.clone()).collect()
+    }
+
+    fn load(&mut self, name: &str, dir: &Path, text: Option<String>, report: &Reporter) {
         let file = dir.join(MANIFEST_FILE);
         let trusted = self.trusted.contains(name);
         let mut view = PluginView {
@@ -262,6 +302,8 @@ impl State {
             hooks: Vec::new(),
             servers: Vec::new(),
             errors: Vec::new(),
+            hook_failure: None,
+            hook_failed_ms: None,
             reloaded_ms: u64::try_from(crate::audit::now_ms()).unwrap_or(0),
         };
         let parsed = match &text {
@@ -299,7 +341,7 @@ impl State {
         for gone in old.difference(&tools) {
             let _ = self.engine.registry().unregister(gone.as_str());
         }
-        let hooks = self.hooks(name, dir, &manifest, &mut view);
+        let hooks = self.hooks(name, dir, &manifest, &mut view, report);
         let servers: Vec<ServerSpec> = servers
             .into_iter()
             .map(|mut spec| {
@@ -373,6 +415,7 @@ impl State {
         dir: &Path,
         manifest: &Manifest,
         view: &mut PluginView,
+        report: &Reporter,
     ) -> Vec<Arc<dyn Hook>> {
         let mut out: Vec<Arc<dyn Hook>> = Vec::new();
         for spec in &manifest.hooks {
@@ -408,6 +451,7 @@ impl State {
                     .timeout_ms
                     .map_or(hook::DEFAULT_TIMEOUT, Duration::from_millis),
                 barrier: self.engine.barrier().clone(),
+                failed: report.sink(name),
             }));
         }
         out

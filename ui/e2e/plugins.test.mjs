@@ -4,7 +4,8 @@
 // (its trust, tools and hooks) without a restart, beside a plugin whose
 // manifest is broken (its file, line and reason); its tools are listed in
 // Tools with the plugin as their source, and its BEFORE hook blocks an
-// agent's call that carries an API key.
+// agent's call that carries an API key; a crashing AFTER hook lets the
+// result through and its failure shows on its plugin.
 
 import assert from 'node:assert/strict';
 import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -85,6 +86,23 @@ describe('plugins', { skip: skipUnlessReady(), timeout: 120_000 }, () => {
     // The rows say where each tool comes from, and the filter the link set names the plugin.
     await page.locator('.l2', { hasText: 'plugin textkit' }).first().waitFor();
     assert.equal(await page.locator('option:checked', { hasText: 'plugin textkit' }).count(), 1);
+  });
+
+  test('a failing AFTER hook lets the result through and shows on its plugin', async () => {
+    mkdirSync(join(plugins, 'flaky'), { recursive: true });
+    writeFileSync(
+      join(plugins, 'flaky', 'plugin.toml'),
+      'manifest_version = 1\ndescription = "A hook that always crashes"\n\n[[hooks]]\nname = "crash"\nwhen = "after"\ncommand = ["sh", "-c", "echo boom >&2; exit 1"]\ntools = ["text_slugify"]\n',
+    );
+    await gotoView(page, '#/servers', 'Servers');
+    const card = page.locator('li.plug[data-plugin="flaky"]');
+    await card.getByText('flaky/crash').waitFor({ timeout: 5_000 });
+    const r = await agent.call('text_slugify', { title: 'Still Works' });
+    assert.equal(text(r).trim(), 'still-works', JSON.stringify(r));
+    const note = card.locator('.cfg');
+    await note.waitFor();
+    assert.match((await note.textContent()) ?? '', /A hook failed at \d\d:\d\d:\d\d\. flaky\/crash failed and let the result through unchanged: its program exited with code 1: boom/);
+    await card.screenshot({ path: `${SHOTS}/servers-plugin-hook-failed-light.png` });
   });
 
   test('the page logged no errors', () => {

@@ -38,6 +38,15 @@ servers: Array<string>,
  */
 errors: Array<string>, 
 /**
+ * The last time one of its hooks failed, and why (cleared when the
+ * plugin is reloaded).
+ */
+hookFailure: string | null, 
+/**
+ * When that was (ms since the epoch).
+ */
+hookFailedMs: number | null, 
+/**
  * When its manifest was last read and applied (ms since the epoch).
  */
 reloadedMs: number, };

@@ -529,6 +529,8 @@ function plugins(now: number): Snapshot['plugins'] {
       ],
       servers: [],
       errors: [],
+      hookFailure: '`textkit/redact-emails` failed and let the result through unchanged: its program exited with code 1: KeyError: \'content\'',
+      hookFailedMs: now - 41_000,
       reloadedMs: now - 95_000,
     },
     {
@@ -540,6 +542,8 @@ function plugins(now: number): Snapshot['plugins'] {
       hooks: [],
       servers: [],
       errors: [`${dir}/jira-lite/plugin.toml:7:1: unknown field \`risky\`, expected one of \`name\`, \`description\`, \`command\`, \`input_schema\`, \`risk\`, \`trust\`, \`timeout_ms\``],
+      hookFailure: null,
+      hookFailedMs: null,
       reloadedMs: now - 12_000,
     },
   ];
