@@ -298,7 +298,21 @@ async fn an_untrusted_plugins_tools_are_untrusted_whatever_the_manifest_says() {
         .def
         .clone();
     assert_eq!(def.trust, Trust::Untrusted);
+    wait_for(WITHIN, "the plugin's view", || s.view("textkit").is_some())
+        .await
+        .unwrap();
     assert!(!s.view("textkit").unwrap().trusted);
+    // The config comes to trust it: its tools take the manifest's trust.
+    s.set.set_trusted(["textkit".to_owned()]);
+    let def = s
+        .engine
+        .registry()
+        .resolve("text_word_count")
+        .unwrap()
+        .def
+        .clone();
+    assert_eq!(def.trust, Trust::Trusted);
+    assert!(s.view("textkit").unwrap().trusted);
 }
 
 #[tokio::test]

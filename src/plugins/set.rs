@@ -15,6 +15,8 @@
 //!   happened). It never stops the other plugins. A tool whose name is
 //!   taken by another source is reported the same way, and the plugin's
 //!   other tools load.
+//! - A plugin's hooks are in force before its tools are registered, so no
+//!   call of a new tool runs unhooked.
 //! - Trust: a plugin's tools are `untrusted` unless the config's `[plugins]
 //!   trusted` names the plugin; then they take the manifest's `trust`
 //!   (default `trusted`).
@@ -286,6 +288,26 @@ impl State {
         }
     }
 
+    /// Puts every loaded plugin's hooks in force, with `new` as the hooks
+    /// of `name` (in plugin-name order, as [`PluginSet::reload`] does).
+    fn publish_hooks(&self, name: &str, new: &[Arc<dyn Hook>]) {
+        let mut all: Vec<Arc<dyn Hook>> = Vec::new();
+        let mut placed = false;
+        for (n, l) in &self.loaded {
+            if !placed && n.as_str() > name {
+                all.extend(new.iter().cloned());
+                placed = true;
+            }
+            if n != name {
+                all.extend(l.hooks.iter().cloned());
+            }
+        }
+        if !placed {
+            all.extend(new.iter().cloned());
+        }
+        self.engine.live_hooks().set(all);
+    }
+
     fn views(&self) -> Vec<PluginView> {
         self.loaded.values().map(|l| l.view.clone()).collect()
     }
@@ -331,6 +353,10 @@ impl State {
             }
         };
         view.description = manifest.description.clone();
+        // Hooks first: a tool must never be callable before the hooks
+        // that guard it are in force.
+        let hooks = self.hooks(name, dir, &manifest, &mut view, report);
+        self.publish_hooks(name, &hooks);
         let old = self
             .loaded
             .remove(name)
@@ -341,7 +367,6 @@ impl State {
         for gone in old.difference(&tools) {
             let _ = self.engine.registry().unregister(gone.as_str());
         }
-        let hooks = self.hooks(name, dir, &manifest, &mut view, report);
         let servers: Vec<ServerSpec> = servers
             .into_iter()
             .map(|mut spec| {
