@@ -275,6 +275,8 @@ pub struct Daemon {
     control_service: Control,
     upstreams: Upstreams,
     watcher: Option<ConfigWatcher>,
+    /// The plugin directory beside the watched config file, and its watch.
+    plugins: Option<(crate::plugins::PluginSet, crate::plugins::PluginWatcher)>,
     socket: AgentSocket,
     control: AgentSocket,
     /// What the control socket's peers present; its file goes when the
@@ -423,6 +425,7 @@ impl Daemon {
             control_service,
             upstreams,
             watcher: None,
+            plugins: None,
             socket,
             control,
             http,
@@ -467,6 +470,13 @@ impl Daemon {
     ) -> Result<(), DaemonError> {
         let overrides: SharedOverrides = Arc::from(overrides);
         let o2 = overrides.clone();
+        let plugins = crate::plugins::PluginSet::new(
+            crate::plugins::dir_for(path),
+            self.server.engine().clone(),
+            initial.trusted_plugins.clone(),
+        );
+        let plugin_watch = crate::plugins::PluginWatcher::start(plugins.clone())
+            .map_err(|e| DaemonError::Watch(e.to_string()))?;
         let watcher = ConfigWatcher::start(path, initial, Box::new(move |c| o2(c)))
             .map_err(|e| DaemonError::Watch(e.to_string()))?;
         self.editor = PolicyEditor::new(
@@ -484,9 +494,12 @@ impl Daemon {
         let env = self.env.clone();
         let file = path.to_owned();
         let at_start = std::fs::read_to_string(&file).unwrap_or_default();
+        let trusting = plugins.clone();
+        let plugin_servers = plugins.servers();
         tokio::spawn(async move {
             while configs.changed().await.is_ok() {
                 let config = configs.borrow_and_update().clone();
+                trusting.set_trusted(config.trusted_plugins.clone());
                 let now = std::fs::read_to_string(&file).unwrap_or_default();
                 let waiting = crate::config::restart::start_only_changes(&at_start, &now);
                 engine.set_restart_note(crate::config::restart::restart_note(&waiting));
@@ -501,9 +514,23 @@ impl Daemon {
                     Err(e) => tracing::error!("allow/deny lists not reloaded: {e}"),
                 }
                 upstreams
-                    .apply_configured(config.servers.clone(), open_keychain)
+                    .apply_configured(with_plugins(&config, &plugin_servers), open_keychain)
                     .await;
                 tracing::info!("config reloaded");
+            }
+        });
+        // Plugins' servers run beside the config's; either changing
+        // applies both.
+        let (upstreams, mut config_now) = (self.upstreams.clone(), watcher.config());
+        let mut plugin_servers = plugins.servers();
+        // The plugins loaded at start have their servers started too.
+        plugin_servers.mark_changed();
+        tokio::spawn(async move {
+            while plugin_servers.changed().await.is_ok() {
+                let config = config_now.borrow_and_update().clone();
+                upstreams
+                    .apply_configured(with_plugins(&config, &plugin_servers), open_keychain)
+                    .await;
             }
         });
         let engine = self.server.engine().clone();
@@ -522,7 +549,20 @@ impl Daemon {
             }
         });
         self.watcher = Some(watcher);
+        self.plugins = Some((plugins, plugin_watch));
         Ok(())
+    }
+
+    /// The plugins of the watched config's directory; `None` when not
+    /// watching a config file.
+    pub fn plugins(&self) -> Option<&crate::plugins::PluginSet> {
+        self.plugins.as_ref().map(|(set, _)| set)
+    }
+
+    /// Counts the plugin directory's reloads (see
+    /// [`crate::plugins::PluginWatcher::checks`]).
+    pub fn plugin_checks(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        self.plugins.as_ref().map(|(_, w)| w.checks())
     }
 
     /// The policy editor (the console's Policy view): saves to the watched
@@ -648,6 +688,17 @@ impl Daemon {
 /// Opens the data dir's audit log as its writer, before any socket is
 /// bound: if another live process writes it, this engine must not start
 /// (its calls would run and then have their replies withheld, unrecorded).
+/// The config's servers, then the plugins' (of two with one name, the
+/// config's runs).
+fn with_plugins(
+    config: &Config,
+    plugins: &tokio::sync::watch::Receiver<Vec<crate::config::servers::ServerSpec>>,
+) -> Vec<crate::config::servers::ServerSpec> {
+    let mut all = config.servers.clone();
+    all.extend(plugins.borrow().iter().cloned());
+    all
+}
+
 async fn own_audit_log(data_dir: &std::path::Path) -> Result<AuditLog, DaemonError> {
     match AuditLog::open_owned(&data_dir.join("audit.db")).await {
         Err(AuditError::Busy { .. }) => Err(DaemonError::Owned {

@@ -85,6 +85,10 @@ struct Inner {
     connections: Arc<OpenConnections>,
     disclosure: crate::search::Disclosure,
     hook_gates: crate::hooks::gating::HookGates,
+    /// Plugins' hooks, swapped as plugins come and go.
+    live_hooks: crate::pipeline::hooks::HookSet,
+    /// What the plugin directory holds, for the console.
+    plugins: arc_swap::ArcSwap<Vec<crate::plugins::PluginView>>,
 }
 
 /// Connections open now, by who is on the other end.
@@ -183,10 +187,12 @@ impl EngineBuilder {
         let loop_guard = Arc::new(LoopGuard::new(events.clone()));
         let policy = PolicyHandle::new(self.config.policy.clone(), events.clone());
         let guards = Arc::new(self.guards);
+        let live_hooks = crate::pipeline::hooks::HookSet::default();
         let pipeline = pipeline::build(Parts {
             events: events.clone(),
             filter: filter.clone(),
             hooks: self.hooks,
+            live_hooks: live_hooks.clone(),
             guards: guards.clone(),
             policy: policy.clone(),
             approvals: self.approvals.clone(),
@@ -214,6 +220,8 @@ impl EngineBuilder {
                 connections: Arc::default(),
                 disclosure: crate::search::Disclosure::new(self.config.search.clone()),
                 hook_gates: crate::hooks::gating::HookGates::default(),
+                live_hooks,
+                plugins: arc_swap::ArcSwap::from_pointee(Vec::new()),
             }),
         }
     }
@@ -237,6 +245,25 @@ impl Engine {
             guards: GuardConfig::default(),
             approvals: None,
         }
+    }
+
+    /// The hooks plugins add, run after the built-in ones; replacing the
+    /// list takes effect from the next call.
+    pub fn live_hooks(&self) -> &crate::pipeline::hooks::HookSet {
+        &self.inner.live_hooks
+    }
+
+    /// Every plugin as the console shows it (empty without a plugin
+    /// directory).
+    pub fn plugins(&self) -> Arc<Vec<crate::plugins::PluginView>> {
+        self.inner.plugins.load_full()
+    }
+
+    /// Records what the plugin directory holds now; live views of the
+    /// servers slice are told.
+    pub fn set_plugins(&self, plugins: Vec<crate::plugins::PluginView>) {
+        self.inner.plugins.store(Arc::new(plugins));
+        self.inner.events.changed(crate::slices::Slice::Servers);
     }
 
     /// The registry, for entry points that add or remove tools.

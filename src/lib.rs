@@ -35,6 +35,7 @@ pub mod open_files;
 pub mod paths;
 pub(crate) mod pause;
 pub mod pipeline;
+pub mod plugins;
 pub mod policy;
 pub mod preview;
 pub mod private_file;

@@ -138,7 +138,11 @@ fn barrier_for(config: &Config, own: &OwnFiles, env: &Env) -> Barrier {
         env.warden.clone(),
         Shield::new()
             .hiding(own.hidden_paths())
-            .read_only(&config.barrier.read_only),
+            .read_only(&config.barrier.read_only)
+            // Plugins' programs run from there: readable and runnable,
+            // never changed by what they (or any governed process) start,
+            // even when the config dir around it is hidden.
+            .read_only(config.path.as_deref().map(crate::plugins::dir_for)),
         config.barrier.clone(),
     )
 }

@@ -22,6 +22,7 @@ mod lifecycle;
 mod memory;
 mod path_escape;
 mod pipeline;
+mod plugins;
 mod policy_edit;
 mod runnable_before_asking;
 mod search;

@@ -34,7 +34,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use tokio::sync::oneshot;
 
@@ -149,9 +149,11 @@ impl TypedTool for ShellExec {
 /// One captured stream: the first [`OUTPUT_LIMIT`] bytes and a count of the
 /// rest.
 #[derive(Default)]
-struct Captured {
-    bytes: Vec<u8>,
-    dropped: u64,
+pub(crate) struct Captured {
+    /// What was kept.
+    pub bytes: Vec<u8>,
+    /// How many more bytes came.
+    pub dropped: u64,
 }
 
 impl Captured {
@@ -173,22 +175,98 @@ async fn run_command(
     cwd: &Path,
     limit: Duration,
 ) -> Result<ToolResult, CallError> {
-    let mut child = barrier
-        .command("sh", Spawn::call())
-        .map_err(|e| CallError::tool_failed(format!("shell_exec cannot run: {e}")))?
-        .arg("-c")
-        .arg(command)
-        .current_dir(cwd)
+    let program = Program {
+        name: "shell_exec",
+        argv: &["sh".as_ref(), "-c".as_ref(), command.as_ref()],
+        cwd,
+        stdin: None,
+        limit,
+    };
+    let ran = run_program(barrier, &program).await?;
+    Ok(render(ran.status, &ran.out, &ran.err, ran.abandoned))
+}
+
+/// One governed program to run to its end: what `shell_exec` and plugin
+/// command tools share, so both get the same barrier, output limit, group
+/// kill and timeout.
+pub(crate) struct Program<'a> {
+    /// How errors name it.
+    pub name: &'a str,
+    /// The program and its arguments (no shell in between).
+    pub argv: &'a [&'a std::ffi::OsStr],
+    /// Where it starts.
+    pub cwd: &'a Path,
+    /// Bytes written to its stdin, which is then closed; `None`: stdin is
+    /// `/dev/null`.
+    pub stdin: Option<Vec<u8>>,
+    /// How long it may run.
+    pub limit: Duration,
+}
+
+/// How a [`Program`] ended.
+pub(crate) struct Ran {
+    pub status: ExitStatus,
+    pub out: Captured,
+    pub err: Captured,
+    /// Output stopped being read because an escaped process held it.
+    pub abandoned: bool,
+}
+
+/// Runs `p` under `barrier` to its end. Dropping the future (a cancelled
+/// call) kills it and everything it started.
+///
+/// # Errors
+/// The barrier refused it, it could not start, or it ran past its limit
+/// ([`CallError::Timeout`]).
+pub(crate) async fn run_program(barrier: &Barrier, p: &Program<'_>) -> Result<Ran, CallError> {
+    let name = p.name;
+    let Some((program, args)) = p.argv.split_first() else {
+        return Err(CallError::tool_failed(format!(
+            "{name} has no program to run"
+        )));
+    };
+    let spawn = match p.stdin {
+        // The program reads the warden's stdin, which is then closed: the
+        // lifeline breaks at once, so the warden's grace is the limit.
+        Some(_) => Spawn {
+            stdin: crate::barrier::Stdin::Inherit,
+            grace: p.limit,
+            ..Spawn::call()
+        },
+        None => Spawn::call(),
+    };
+    let mut cmd = barrier
+        .command(program, spawn)
+        .map_err(|e| CallError::tool_failed(format!("{name} cannot run: {e}")))?;
+    cmd.args(args.iter())
+        .current_dir(p.cwd)
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| {
-            CallError::tool_failed(format!("cannot start `sh` in `{}`: {e}", cwd.display()))
-        })?;
+        .stderr(Stdio::piped());
+    if p.stdin.is_some() {
+        cmd.stdin(Stdio::piped());
+    }
+    let mut child = cmd.spawn().map_err(|e| {
+        CallError::tool_failed(format!(
+            "cannot start `{}` in `{}`: {e}",
+            program.to_string_lossy(),
+            p.cwd.display()
+        ))
+    })?;
+    let input = match &p.stdin {
+        Some(bytes) => child.stdin.take().map(|pipe| (pipe, bytes.clone())),
+        None => None,
+    };
     // Declared after `child`, so it is dropped (and ends the program) first.
     let group = Leash::of(&mut child, barrier.has_warden());
     let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
     let (mut out, mut err) = (Captured::default(), Captured::default());
+    let feed = async {
+        if let Some((mut pipe, bytes)) = input {
+            // A program that exits without reading breaks the pipe: not
+            // an error of the call, its exit status says what happened.
+            let _ = pipe.write_all(&bytes).await;
+        }
+    };
     let finished = {
         let (exited_tx, exited_rx) = oneshot::channel::<()>();
         let waiter = async {
@@ -200,7 +278,7 @@ async fn run_command(
             status
         };
         let readers = async {
-            let both = async { tokio::join!(out.fill(stdout), err.fill(stderr)) };
+            let both = async { tokio::join!(out.fill(stdout), err.fill(stderr), feed) };
             let grace = async {
                 let _ = exited_rx.await;
                 tokio::time::sleep(PIPE_GRACE).await;
@@ -211,17 +289,22 @@ async fn run_command(
             }
         };
         let work = pin!(async { tokio::join!(waiter, readers) });
-        match tokio::time::timeout(limit, work).await {
+        match tokio::time::timeout(p.limit, work).await {
             Ok(done) => done,
             Err(_) => {
                 group.cut();
-                return Err(CallError::Timeout { after: limit });
+                return Err(CallError::Timeout { after: p.limit });
             }
         }
     };
     let (status, abandoned) = finished;
-    let status = status.map_err(|e| CallError::tool_failed(format!("waiting for `sh`: {e}")))?;
-    Ok(render(status, &out, &err, abandoned))
+    let status = status.map_err(|e| CallError::tool_failed(format!("waiting for {name}: {e}")))?;
+    Ok(Ran {
+        status,
+        out,
+        err,
+        abandoned,
+    })
 }
 
 fn render(status: ExitStatus, out: &Captured, err: &Captured, abandoned: bool) -> ToolResult {

@@ -102,6 +102,8 @@ pub struct Config {
     pub search: crate::search::DisclosureConfig,
     /// `[hooks]`: coding agents' hooks.
     pub hooks: crate::hooks::fallback::HooksConfig,
+    /// `[plugins] trusted`: plugins whose tools are not `untrusted`.
+    pub trusted_plugins: Vec<String>,
 }
 
 impl Default for Config {
@@ -126,6 +128,7 @@ impl Default for Config {
             shell_overrides: HashMap::new(),
             search: crate::search::DisclosureConfig::default(),
             hooks: crate::hooks::fallback::HooksConfig::default(),
+            trusted_plugins: Vec::new(),
         })
     }
 }
@@ -228,6 +231,7 @@ impl Config {
             hooks: crate::hooks::fallback::HooksConfig {
                 when_engine_down: raw.hooks.when_engine_down.unwrap_or_default(),
             },
+            trusted_plugins: raw.plugins.trusted.clone(),
         })
     }
 }

@@ -50,6 +50,19 @@ pub struct RawConfig {
     /// Coding agents' hooks (`[hooks]`, docs/hooks.md).
     #[serde(default)]
     pub hooks: RawHooks,
+    /// The plugin directory (`[plugins]`, docs/plugins.md).
+    #[serde(default)]
+    pub plugins: RawPlugins,
+}
+
+/// `[plugins]`: which plugins of `<config dir>/plugins/` are trusted.
+#[derive(Debug, Default, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct RawPlugins {
+    /// Plugin names (their folder names) whose tools' output is trusted
+    /// as their manifest says; every other plugin's tools are `untrusted`.
+    #[serde(default)]
+    pub trusted: Vec<String>,
 }
 
 /// `[hooks]`: what `toolgate hook run` does when toolgate is not running.

@@ -41,6 +41,8 @@ pub enum SliceView {
         revision: u64,
         /// As in the snapshot.
         servers: Vec<ServerStatus>,
+        /// As in the snapshot.
+        plugins: Vec<crate::plugins::PluginView>,
     },
     /// Breakers of tools that have been called.
     Breakers {
@@ -95,6 +97,7 @@ impl Control {
             Slice::Servers => SliceView::Servers {
                 revision,
                 servers: self.servers(),
+                plugins: self.engine().plugins().to_vec(),
             },
             Slice::Breakers => SliceView::Breakers {
                 revision,

@@ -70,6 +70,7 @@ impl Control {
             spark: self.spark_shape(),
             breaker_defaults: self.breaker_defaults(),
             servers,
+            plugins: self.engine().plugins().to_vec(),
             quarantined,
             tools,
             clients: self.clients(),

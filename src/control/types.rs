@@ -611,6 +611,8 @@ pub struct Snapshot {
     pub breaker_defaults: BreakerLimits,
     /// Upstream servers.
     pub servers: Vec<ServerStatus>,
+    /// The plugin directory's plugins.
+    pub plugins: Vec<crate::plugins::PluginView>,
     /// Quarantined upstream tools.
     pub quarantined: Vec<PinRecord>,
     /// Every tool, active, quarantined or denied.

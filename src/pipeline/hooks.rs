@@ -34,6 +34,14 @@ pub enum HookVerdict {
         /// Why, in words the agent can act on.
         reason: String,
     },
+    /// The hook itself failed (a plugin's program crashed, timed out or
+    /// answered nonsense). Before the call this blocks, with `reason`:
+    /// an unchecked call must not run because its check broke. After it,
+    /// the result goes through unchanged and the failure is noted.
+    Failed {
+        /// What went wrong, for the agent and the person.
+        reason: String,
+    },
 }
 
 /// What a hook may look at besides the arguments or result it is given:
@@ -54,6 +62,22 @@ pub trait Hook: Send + Sync + 'static {
     /// The hook's name, shown when it blocks a call.
     fn name(&self) -> &str;
 
+    /// Whether the hook has anything to say about calls of `tool` (a
+    /// plugin's hook scoped to some tools); one that does not is skipped.
+    fn applies(&self, tool: &ToolDef) -> bool {
+        let _ = tool;
+        true
+    }
+
+    /// Whether a call (`after` false) or result (`after` true) it let
+    /// through unchanged is noted too, so the audit names every hook that
+    /// looked at the call (plugins' hooks, which a person added and wants
+    /// to see at work).
+    fn notes_passes(&self, after: bool) -> bool {
+        let _ = after;
+        false
+    }
+
     /// Runs before the call; may rewrite `args` in place or block.
     fn before<'a>(&'a self, call: HookCall<'a>, args: &'a mut Value) -> BoxFuture<'a, HookVerdict> {
         let _ = (call, args);
@@ -73,54 +97,139 @@ pub trait Hook: Send + Sync + 'static {
     }
 }
 
+/// Hooks that come and go while the engine runs (plugins' hooks): the
+/// stage reads the current list at each call. Cloning shares it.
+#[derive(Clone, Default)]
+pub struct HookSet(Arc<arc_swap::ArcSwap<Vec<Arc<dyn Hook>>>>);
+
+impl HookSet {
+    /// Replaces the list; calls already past the stage keep the old one.
+    pub fn set(&self, hooks: Vec<Arc<dyn Hook>>) {
+        self.0.store(Arc::new(hooks));
+    }
+
+    /// The current list.
+    pub fn load(&self) -> Arc<Vec<Arc<dyn Hook>>> {
+        self.0.load_full()
+    }
+}
+
+impl std::fmt::Debug for HookSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.load().iter().map(|h| h.name().to_owned()))
+            .finish()
+    }
+}
+
 /// The hooks stage.
 pub struct Hooks {
     hooks: Vec<Arc<dyn Hook>>,
+    live: HookSet,
 }
 
 impl Hooks {
     /// A stage running `hooks` in order.
     pub fn new(hooks: Vec<Arc<dyn Hook>>) -> Self {
-        Self { hooks }
+        Self::with_live(hooks, HookSet::default())
     }
 
-    /// Runs the BEFORE hooks; `Err` if one blocked.
-    async fn before(&self, call: &mut Call) -> Result<(), CallError> {
-        for hook in &self.hooks {
+    /// A stage running `hooks`, then whatever `live` holds at each call.
+    pub fn with_live(hooks: Vec<Arc<dyn Hook>>, live: HookSet) -> Self {
+        Self { hooks, live }
+    }
+
+    /// The hooks for one call of `tool`, in order.
+    fn for_call(&self, tool: &ToolDef) -> Vec<Arc<dyn Hook>> {
+        let live = self.live.load();
+        self.hooks
+            .iter()
+            .chain(live.iter())
+            .filter(|h| h.applies(tool))
+            .cloned()
+            .collect()
+    }
+
+    /// Runs the BEFORE hooks; `Err` if one blocked or failed.
+    async fn before(&self, call: &mut Call, hooks: &[Arc<dyn Hook>]) -> Result<(), CallError> {
+        for hook in hooks {
             let original = call.args.clone();
             let view = HookCall {
                 tool: &call.tool.def,
                 ctx: &call.ctx,
             };
-            let verdict = hook.before(view, &mut call.args).await;
-            if let HookVerdict::Block { reason } = verdict {
-                call.note(StageName::Hooks, format!("blocked by `{}`", hook.name()));
-                return Err(blocked(hook.as_ref(), reason));
-            }
-            if call.args != original {
-                let text = format!("hook `{}` rewrote the arguments", hook.name());
-                call.note(StageName::Hooks, text);
+            let name = hook.name();
+            match hook.before(view, &mut call.args).await {
+                HookVerdict::Block { reason } => {
+                    call.note(StageName::Hooks, format!("blocked by `{name}`"));
+                    return Err(blocked(hook.as_ref(), reason));
+                }
+                HookVerdict::Failed { reason } => {
+                    call.args = original;
+                    let text = format!("hook `{name}` failed, so the call was blocked: {reason}");
+                    call.note(StageName::Hooks, text);
+                    return Err(blocked(hook.as_ref(), format!("the hook failed: {reason}")));
+                }
+                HookVerdict::Continue if call.args != original => {
+                    let text = format!("hook `{name}` rewrote the arguments");
+                    call.note(StageName::Hooks, text);
+                }
+                HookVerdict::Continue if hook.notes_passes(false) => {
+                    call.note(
+                        StageName::Hooks,
+                        format!("hook `{name}` let the call through"),
+                    );
+                }
+                HookVerdict::Continue => {}
             }
         }
         Ok(())
     }
 
     /// Runs the AFTER hooks on a successful result.
-    async fn after(&self, call: &mut Call, mut result: ToolResult) -> CallResult {
-        for hook in &self.hooks {
+    async fn after(
+        &self,
+        call: &mut Call,
+        hooks: &[Arc<dyn Hook>],
+        mut result: ToolResult,
+    ) -> CallResult {
+        for hook in hooks {
             let original = result.clone();
             let view = HookCall {
                 tool: &call.tool.def,
                 ctx: &call.ctx,
             };
-            if let HookVerdict::Block { reason } = hook.after(view, &mut result).await {
-                let text = format!("result blocked by `{}`", hook.name());
-                call.note(StageName::Hooks, text);
-                return Err(blocked(hook.as_ref(), reason));
-            }
-            if result != original {
-                let text = format!("hook `{}` rewrote the result", hook.name());
-                call.note(StageName::Hooks, text);
+            let name = hook.name();
+            match hook.after(view, &mut result).await {
+                HookVerdict::Block { reason } => {
+                    let text = format!("result blocked by `{name}`");
+                    call.note(StageName::Hooks, text);
+                    return Err(blocked(hook.as_ref(), reason));
+                }
+                HookVerdict::Failed { reason } => {
+                    result = original;
+                    tracing::warn!(
+                        hook = name,
+                        "after-hook failed; result passed unchanged: {reason}"
+                    );
+                    let text = format!(
+                        "hook `{name}` failed after the call, so the result went through unchanged: {reason}"
+                    );
+                    call.note(StageName::Hooks, text);
+                }
+                HookVerdict::Continue if result != original => {
+                    call.note(
+                        StageName::Hooks,
+                        format!("hook `{name}` rewrote the result"),
+                    );
+                }
+                HookVerdict::Continue if hook.notes_passes(true) => {
+                    call.note(
+                        StageName::Hooks,
+                        format!("hook `{name}` let the result through"),
+                    );
+                }
+                HookVerdict::Continue => {}
             }
         }
         Ok(result)
@@ -139,21 +248,28 @@ impl Stage for Hooks {
         StageName::Hooks
     }
 
-    fn enter(&self, _call: &mut Call) -> Enter {
-        // Hooks may wait (a plugin's hook is a round trip); with none
-        // configured the stage has nothing to hold.
-        if self.hooks.is_empty() {
-            Enter::Pass
-        } else {
+    fn enter(&self, call: &mut Call) -> Enter {
+        // Hooks may wait (a plugin's hook is a round trip); with none for
+        // this tool the stage has nothing to hold.
+        let tool = &call.tool.def;
+        if self
+            .hooks
+            .iter()
+            .chain(self.live.load().iter())
+            .any(|h| h.applies(tool))
+        {
             Enter::Wrap
+        } else {
+            Enter::Pass
         }
     }
 
     fn handle<'a>(&'a self, call: &'a mut Call, next: Next<'a>) -> BoxFuture<'a, CallResult> {
         Box::pin(async move {
-            self.before(call).await?;
+            let hooks = self.for_call(&call.tool.def);
+            self.before(call, &hooks).await?;
             match next.run(call).await {
-                Ok(result) => self.after(call, result).await,
+                Ok(result) => self.after(call, &hooks, result).await,
                 Err(e) => Err(e),
             }
         })

@@ -436,6 +436,8 @@ pub struct Parts {
     pub filter: allowlist::FilterHandle,
     /// BEFORE/AFTER hooks, in order.
     pub hooks: Vec<Arc<dyn hooks::Hook>>,
+    /// Hooks that come and go (plugins'), run after `hooks`.
+    pub live_hooks: hooks::HookSet,
     /// Path and SSRF guard settings.
     pub guards: Arc<guards::GuardConfig>,
     /// The live policy (swapped on config reload).
@@ -458,7 +460,7 @@ pub fn build(parts: Parts) -> Pipeline {
         Arc::new(allowlist::Allowlist::new(parts.filter)),
         // 4/14. BEFORE hooks see the raw call; AFTER hooks run last on the
         // way out, so they see exactly what the agent will get.
-        Arc::new(hooks::Hooks::new(parts.hooks)),
+        Arc::new(hooks::Hooks::with_live(parts.hooks, parts.live_hooks)),
         // 13. Trust-wrapping acts on the way out only; it sits outside
         // truncation so the wrapper itself is never cut off.
         Arc::new(trust::TrustWrap::new()),

@@ -30,6 +30,7 @@ pub(crate) fn parts() -> Parts {
         events,
         filter: allowlist::FilterHandle::default(),
         hooks: Vec::new(),
+        live_hooks: crate::pipeline::hooks::HookSet::default(),
         guards: Arc::new(guards::GuardConfig::default()),
     }
 }

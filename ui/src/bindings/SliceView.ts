@@ -2,6 +2,7 @@
 import type { BreakerView } from "./BreakerView";
 import type { ClientView } from "./ClientView";
 import type { PinRecord } from "./PinRecord";
+import type { PluginView } from "./PluginView";
 import type { PolicySummary } from "./PolicySummary";
 import type { ServerStatus } from "./ServerStatus";
 import type { ToolSummary } from "./ToolSummary";
@@ -41,7 +42,11 @@ revision: number,
 /**
  * As in the snapshot.
  */
-servers: Array<ServerStatus>, } | { "slice": "breakers", 
+servers: Array<ServerStatus>, 
+/**
+ * As in the snapshot.
+ */
+plugins: Array<PluginView>, } | { "slice": "breakers", 
 /**
  * The revision read before the content.
  */

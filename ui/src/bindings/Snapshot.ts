@@ -9,6 +9,7 @@ import type { Counters } from "./Counters";
 import type { EngineInfo } from "./EngineInfo";
 import type { InFlight } from "./InFlight";
 import type { PinRecord } from "./PinRecord";
+import type { PluginView } from "./PluginView";
 import type { PolicySummary } from "./PolicySummary";
 import type { ServerStatus } from "./ServerStatus";
 import type { SparkShape } from "./SparkShape";
@@ -59,6 +60,10 @@ breaker_defaults: BreakerLimits,
  * Upstream servers.
  */
 servers: Array<ServerStatus>, 
+/**
+ * The plugin directory's plugins.
+ */
+plugins: Array<PluginView>, 
 /**
  * Quarantined upstream tools.
  */

@@ -513,6 +513,42 @@ export function pinDiff(now: number): PinDiff {
   };
 }
 
+/** The plugin directory: one working plugin, one with a broken manifest. */
+function plugins(now: number): Snapshot['plugins'] {
+  const dir = `${HOME}/.config/toolgate/plugins`;
+  return [
+    {
+      name: 'textkit',
+      dir: `${dir}/textkit`,
+      description: 'Counts words and makes slugs; keeps API keys out of every call and e-mail addresses out of results.',
+      trusted: true,
+      tools: ['text_slugify', 'text_word_count'],
+      hooks: [
+        { name: 'textkit/no-api-keys', when: 'before', tools: [] },
+        { name: 'textkit/redact-emails', when: 'after', tools: ['text_*'] },
+      ],
+      servers: [],
+      errors: [],
+      hookFailure: '`textkit/redact-emails` failed and let the result through unchanged: its program exited with code 1: KeyError: \'content\'',
+      hookFailedMs: now - 41_000,
+      reloadedMs: now - 95_000,
+    },
+    {
+      name: 'jira-lite',
+      dir: `${dir}/jira-lite`,
+      description: '',
+      trusted: false,
+      tools: [],
+      hooks: [],
+      servers: [],
+      errors: [`${dir}/jira-lite/plugin.toml:7:1: unknown field \`risky\`, expected one of \`name\`, \`description\`, \`command\`, \`input_schema\`, \`risk\`, \`trust\`, \`timeout_ms\``],
+      hookFailure: null,
+      hookFailedMs: null,
+      reloadedMs: now - 12_000,
+    },
+  ];
+}
+
 export function snapshot(now = NOW, seq = 18_422): Snapshot {
   const p = pending(now);
   const b = breakers(now);
@@ -552,6 +588,7 @@ export function snapshot(now = NOW, seq = 18_422): Snapshot {
     spark: SPARK,
     breaker_defaults: BREAKER_DEFAULTS,
     servers: s,
+    plugins: plugins(now),
     quarantined: q,
     tools: TOOLS,
     clients: CLIENTS,
@@ -573,6 +610,7 @@ export function emptySnapshot(now = NOW): Snapshot {
     breakers: [],
     spark: SPARK,
     servers: [],
+    plugins: [],
     quarantined: [],
     tools: TOOLS.filter((x) => x.source === 'builtin'),
     clients: [],

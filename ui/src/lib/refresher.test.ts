@@ -51,7 +51,7 @@ describe('Refresher', () => {
     r.announce('servers', 1);
     expect(waiting.map((w) => w.slice)).toEqual(['policy', 'servers']);
     waiting.shift()?.resolve(policy(6));
-    waiting.shift()?.resolve({ slice: 'servers', revision: 1, servers: [] });
+    waiting.shift()?.resolve({ slice: 'servers', revision: 1, servers: [], plugins: [] });
     await settle();
     expect(applied).toEqual(['policy@6', 'servers@1']);
   });

@@ -88,6 +88,8 @@ export type { ParamGuard } from '../../bindings/ParamGuard';
 export type { PatternKind } from '../../bindings/PatternKind';
 export type { PinDiff } from '../../bindings/PinDiff';
 export type { PinRecord } from '../../bindings/PinRecord';
+export type { PluginHookView } from '../../bindings/PluginHookView';
+export type { PluginView } from '../../bindings/PluginView';
 export type { PinSide } from '../../bindings/PinSide';
 export type { PinStatus } from '../../bindings/PinStatus';
 export type { PinVersion } from '../../bindings/PinVersion';

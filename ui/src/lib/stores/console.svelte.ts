@@ -150,7 +150,7 @@ export class ConsoleStore implements StreamSink {
         this.policy.set(v.policy);
         break;
       case 'servers':
-        this.servers.set(v.servers);
+        this.servers.set(v.servers, v.plugins);
         break;
       case 'breakers':
         this.breakers.set(v.breakers, this.now());

@@ -1,21 +1,25 @@
 /**
- * Upstream servers' statuses. Read whole from the snapshot or the `servers`
- * slice (a restart's pid and count come only that way); `server_status`
- * events move a state between reads.
+ * Upstream servers' statuses and the plugin directory's plugins. Read whole
+ * from the snapshot or the `servers` slice (a restart's pid and count, and
+ * every plugin reload, come only that way); `server_status` events move a
+ * state between reads.
  */
-import type { EventOf, ServerStatus, Snapshot } from '../api/types';
+import type { EventOf, PluginView, ServerStatus, Snapshot } from '../api/types';
 import { serverDown } from '../format';
 
 export class ServersStore {
   list = $state<ServerStatus[]>([]);
+  plugins = $state<PluginView[]>([]);
   down = $derived(this.list.filter((s) => serverDown(s.state)).length);
 
   reset(snap: Snapshot): void {
     this.list = snap.servers;
+    this.plugins = snap.plugins;
   }
 
-  set(list: ServerStatus[]): void {
+  set(list: ServerStatus[], plugins: PluginView[]): void {
     this.list = list;
+    this.plugins = plugins;
   }
 
   status(e: EventOf<'server_status'>): void {
