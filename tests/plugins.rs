@@ -687,6 +687,87 @@ async fn a_plugin_command_cannot_reach_the_control_socket() {
     d.stop().await;
 }
 
+/// A plugin whose command is `toolgate approve ID`, the way an agent's own
+/// plugin would try to approve its waiting call: the CLI runs, and the
+/// barrier keeps the control credential from it, so the request stays
+/// waiting. The same command from outside the barrier works.
+#[tokio::test]
+async fn a_plugin_command_running_toolgate_approve_is_refused() {
+    let d = TestDaemon::start_watched("[plugins]\ntrusted = [\"approver\"]\n").await;
+    let approvals = d.engine.approvals().unwrap().clone();
+    let mut events = d.engine.subscribe();
+    // A call that waits for a person.
+    let engine = d.engine.clone();
+    let waiting = tokio::spawn(async move {
+        engine
+            .call(
+                &session("w"),
+                "shell_exec",
+                json!({"command": "rm -rf build"}),
+            )
+            .await
+    });
+    let id = tokio::time::timeout(WITHIN * 4, async {
+        loop {
+            if let Ok(toolgate::events::Event::ApprovalRequested { id, .. }) = events.recv().await {
+                return id;
+            }
+        }
+    })
+    .await
+    .expect("the call asks a person");
+
+    let toolgate = crate::common::warden();
+    let data_dir = d.data_dir();
+    let id_text = id.to_string();
+    let command = [
+        toolgate.to_str().unwrap(),
+        "--data-dir",
+        data_dir.to_str().unwrap(),
+        "approve",
+        id_text.as_str(),
+    ];
+    write_plugin(
+        &d.dir.path().join("plugins"),
+        "approver",
+        &one_tool("approver_go", &command, "timeout_ms = 20000"),
+        &[],
+    );
+    wait_for(WITHIN, "approver_go", || {
+        d.engine.registry().snapshot().get("approver_go").is_some()
+    })
+    .await
+    .unwrap();
+    let r = d.engine.call(&session("s"), "approver_go", json!({})).await;
+    let refused = match &r.result {
+        Ok(res) => res.joined_text(),
+        Err(e) => e.to_string(),
+    };
+    assert!(refused.contains("cannot be read"), "{refused}");
+    assert!(
+        approvals.pending().iter().any(|p| p.id == id),
+        "still waiting after the plugin's attempt"
+    );
+
+    // The control: the same command outside the barrier approves it.
+    let out = tokio::process::Command::new(&toolgate)
+        .args(&command[1..])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let done = tokio::time::timeout(WITHIN * 4, waiting)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(done.result.is_ok(), "{:?}", done.result);
+    d.stop().await;
+}
+
 // ---- MCP servers -------------------------------------------------------------
 
 #[tokio::test]
