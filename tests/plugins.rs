@@ -802,6 +802,18 @@ async fn a_plugins_mcp_server_starts_with_the_plugin_and_stops_when_it_goes() {
         .def
         .clone();
     assert_eq!(def.trust, Trust::Untrusted);
+    // People see the plugin it came with, beside its server.
+    let detail: Value = reqwest::Client::new()
+        .get(format!("{}/api/tools/pyplug__add", d.origin()))
+        .bearer_auth(d.console.bearer())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(detail["summary"]["source"], "mcp:pyplug", "{detail}");
+    assert_eq!(detail["summary"]["plugin"], "withserver", "{detail}");
     std::fs::remove_dir_all(plugins.join("withserver")).unwrap();
     wait_for(WITHIN, "the server's tools to go", || !has("pyplug__add"))
         .await

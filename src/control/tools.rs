@@ -95,6 +95,7 @@ impl Control {
                 .trim()
                 .to_owned(),
             source: def.source.to_string(),
+            plugin: self.plugin_of(&def.source),
             trust: def.trust,
             risk: self.base_risk(def),
             state,
@@ -102,6 +103,20 @@ impl Control {
             annotations: def.annotations.clone(),
             deferred_for: Vec::new(),
             core: self.engine().core_view(def),
+        }
+    }
+
+    /// The plugin a tool from `source` came with, if any.
+    fn plugin_of(&self, source: &Source) -> Option<String> {
+        match source {
+            Source::Plugin(name) => Some(name.to_string()),
+            Source::Mcp(server) => self
+                .engine()
+                .plugins()
+                .iter()
+                .find(|p| p.servers.iter().any(|s| s.as_str() == &**server))
+                .map(|p| p.name.clone()),
+            Source::Builtin | Source::Agent(_) => None,
         }
     }
 

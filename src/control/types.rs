@@ -204,6 +204,9 @@ pub struct ToolSummary {
     pub summary: String,
     /// `builtin`, `mcp:SERVER`, ...
     pub source: String,
+    /// The plugin that brought it: its own command tool, or a tool of one
+    /// of its MCP servers (whose `source` is `mcp:SERVER`).
+    pub plugin: Option<String>,
     /// How far its output is trusted.
     pub trust: Trust,
     /// Its risk before argument rules (as the policy sees the name).

@@ -22,6 +22,11 @@ summary: string,
  */
 source: string, 
 /**
+ * The plugin that brought it: its own command tool, or a tool of one
+ * of its MCP servers (whose `source` is `mcp:SERVER`).
+ */
+plugin: string | null, 
+/**
  * How far its output is trusted.
  */
 trust: Trust, 

@@ -185,7 +185,8 @@ function t(
           words: 'Built-in tools are never deferred: every agent that may see it has it in its tools list, even one whose other tools are behind tool_search.',
         }
       : null;
-  return { name, summary, source, trust, risk, state, denied_by, annotations, deferred_for: [], core };
+  const plugin = source.startsWith('plugin:') ? source.slice('plugin:'.length) : null;
+  return { name, summary, source, plugin, trust, risk, state, denied_by, annotations, deferred_for: [], core };
 }
 
 const HOT_TOOLS = ['fs_read', 'fs_list', 'github__search_code', 'fs_write', 'web__fetch', 'shell_exec', 'db__execute_query', 'github__get_issue', 'web__search', 'db__list_tables', 'slack__send_message'];

@@ -59,6 +59,8 @@ export class RegistryStore {
         name,
         summary: '',
         source,
+        // Filled by the tools slice this registration announces.
+        plugin: null,
         trust: source === 'builtin' ? 'builtin' : 'external',
         risk: 'low',
         state: 'active',
