@@ -66,15 +66,8 @@ impl Home {
 
     pub(crate) fn env(&self) -> ConnectEnv {
         ConnectEnv {
-            home: self.home.clone(),
-            xdg_config_home: self.home.join(".config"),
-            codex_home: self.home.join(".codex"),
             projects: vec![self.project.clone()],
-            toolgate_config: self.home.join(".config/toolgate/config.toml"),
-            data_dir: self.home.join(".local/share/toolgate"),
-            data_dir_is_default: true,
-            toolgate_command: "toolgate".into(),
-            proc_root: self.home.join("no-proc"),
+            ..ConnectEnv::in_home(&self.home)
         }
     }
 

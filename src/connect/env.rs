@@ -67,6 +67,25 @@ impl ConnectEnv {
         }
     }
 
+    /// Everything under `home`: the clients' files, toolgate's config and
+    /// data dir as their defaults would be there, `toolgate` as the
+    /// command, no project and no running client (a `/proc` that does not
+    /// exist). What tests and throwaway previews work in, so they never
+    /// touch the real HOME.
+    pub fn in_home(home: &Path) -> Self {
+        Self {
+            home: home.to_owned(),
+            xdg_config_home: home.join(".config"),
+            codex_home: home.join(".codex"),
+            projects: Vec::new(),
+            toolgate_config: home.join(".config/toolgate/config.toml"),
+            data_dir: home.join(".local/share/toolgate"),
+            data_dir_is_default: true,
+            toolgate_command: "toolgate".into(),
+            proc_root: home.join("no-proc"),
+        }
+    }
+
     /// Where the undo records are kept.
     pub fn records_dir(&self) -> PathBuf {
         self.data_dir.join("connect")

@@ -511,17 +511,7 @@ mod tests {
         std::fs::create_dir_all(home.join(".cursor")).unwrap();
         let original = "{\n  \"mcpServers\": {\n    \"gh\": {\n      \"command\": \"gh-mcp\",\n      \"env\": { \"GITHUB_TOKEN\": \"ghp_keychainTest42\" }\n    }\n  }\n}\n";
         std::fs::write(home.join(".cursor/mcp.json"), original).unwrap();
-        let env = ConnectEnv {
-            xdg_config_home: home.join(".config"),
-            codex_home: home.join(".codex"),
-            projects: Vec::new(),
-            toolgate_config: home.join(".config/toolgate/config.toml"),
-            data_dir: home.join(".local/share/toolgate"),
-            data_dir_is_default: true,
-            toolgate_command: "toolgate".into(),
-            proc_root: home.join("no-proc"),
-            home: home.clone(),
-        };
+        let env = ConnectEnv::in_home(&home);
         let store = crate::secrets::KeyringStore::new().unwrap();
         let plan = plan(&env, ClientId::Cursor, Action::Connect).unwrap();
         apply(&env, &store, &plan).unwrap();

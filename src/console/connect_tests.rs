@@ -26,24 +26,10 @@ const CURSOR: &str = r#"{
 }
 "#;
 
-fn env_in(home: &Path) -> ConnectEnv {
-    ConnectEnv {
-        home: home.to_owned(),
-        xdg_config_home: home.join(".config"),
-        codex_home: home.join(".codex"),
-        projects: Vec::new(),
-        toolgate_config: home.join(".config/toolgate/config.toml"),
-        data_dir: home.join(".local/share/toolgate"),
-        data_dir_is_default: true,
-        toolgate_command: "toolgate".into(),
-        proc_root: home.join("no-proc"),
-    }
-}
-
 fn desk(home: &Path, store: Arc<MemoryStore>) -> ConnectDesk {
     let home: PathBuf = home.to_owned();
     ConnectDesk::new(
-        move || env_in(&home),
+        move || ConnectEnv::in_home(&home),
         move || Box::new(Shared(store.clone())),
     )
 }
