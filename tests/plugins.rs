@@ -385,6 +385,29 @@ async fn output_that_opens_like_json_but_is_not_is_a_failed_result() {
 }
 
 #[tokio::test]
+async fn arguments_larger_than_a_pipe_reach_the_program_whole() {
+    let s = Scene::new(&["t"]);
+    write_plugin(
+        &s.plugins,
+        "t",
+        &one_tool("t_count", &["./count.sh"], ""),
+        &[("count.sh", "#!/bin/sh\nwc -c\n")],
+    );
+    s.until_has("t_count").await;
+    // Four times a pipe's default 64 KiB buffer, so neither side may wait
+    // for the other to finish first.
+    let text = "x".repeat(256 * 1024);
+    let r = s.call("t_count", json!({ "text": text })).await;
+    let result = r.result.as_ref().unwrap();
+    let expected = json!({ "text": text }).to_string().len();
+    assert_eq!(
+        result.joined_text().trim(),
+        expected.to_string(),
+        "{result:?}"
+    );
+}
+
+#[tokio::test]
 async fn huge_output_is_capped_at_the_shell_limit() {
     let s = Scene::new(&["t"]);
     let script = "#!/bin/sh\nhead -c 3000000 /dev/zero | tr '\\0' 'x'\n";
@@ -402,12 +425,15 @@ async fn huge_output_is_capped_at_the_shell_limit() {
 }
 
 #[tokio::test]
-async fn a_cancelled_call_kills_the_commands_process_group() {
+async fn a_cancelled_call_kills_the_command_and_all_it_started() {
     let s = Scene::new(&["t"]);
     let pid_file = s.root.join("pids");
-    // The program and a child of its own, both recorded.
+    // The program, a child in its group, and one that left the group
+    // (`setsid`), all recorded. Only the warden ends the last one, and only
+    // while it lives: it must see the cancel, rather than be killed with
+    // the group without cleaning up.
     let script = format!(
-        "#!/bin/sh\nsleep 60 &\necho $$ $! > '{}'\nwait\n",
+        "#!/bin/sh\ncat > /dev/null\nsleep 60 &\na=$!\nsetsid sleep 61 &\necho $$ $a $! > '{}'\nwait\n",
         pid_file.display()
     );
     write_plugin(
@@ -425,7 +451,7 @@ async fn a_cancelled_call_kills_the_commands_process_group() {
             .await
     });
     wait_for(WITHIN, "the program to start", || {
-        std::fs::read_to_string(&pid_file).is_ok_and(|t| t.split_whitespace().count() == 2)
+        std::fs::read_to_string(&pid_file).is_ok_and(|t| t.split_whitespace().count() == 3)
     })
     .await
     .unwrap();
@@ -444,7 +470,7 @@ async fn a_cancelled_call_kills_the_commands_process_group() {
     );
     assert!(
         all_gone(&pids).await,
-        "the program and its child were killed"
+        "the program, its child and its escaped child were killed"
     );
 }
 

@@ -57,6 +57,21 @@ impl Leash {
         }
     }
 
+    /// Keeps `lifeline`, the warden's stdin once a [`super::Spawn::fed`]
+    /// program's input is written to it, until the program ends; dropped
+    /// at once if it has ended already.
+    pub fn hold(&self, lifeline: ChildStdin) {
+        let mut held = self
+            .lifeline
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Read under the lock that `cut_lifeline` takes after setting it,
+        // so a lifeline held after the end is never kept.
+        if !self.ended.load(Ordering::SeqCst) {
+            *held = Some(lifeline);
+        }
+    }
+
     /// The program's top process has exited (its warden, when there is
     /// one): whatever is left of its group is killed now.
     pub fn release(&self) {

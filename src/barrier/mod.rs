@@ -125,6 +125,17 @@ impl Spawn {
         }
     }
 
+    /// A tool call's process that reads an input: under a warden the input
+    /// goes as one [`warden::feed_frame`] written to the warden's stdin
+    /// (see [`Leash::hold`]); without one, straight to the program's stdin,
+    /// which is then closed.
+    pub fn fed() -> Self {
+        Self {
+            stdin: Stdin::Feed,
+            ..Self::call()
+        }
+    }
+
     /// A long-running server speaking on stdin and stdout, which gets
     /// `grace` to exit once its stdin is closed.
     pub fn server(unix_sockets: Option<bool>, grace: Duration) -> Self {

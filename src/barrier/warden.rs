@@ -62,6 +62,45 @@ pub enum Stdin {
     /// The program shares stdin (an MCP server's requests); its hang-up is
     /// still the lifeline.
     Inherit,
+    /// The program reads the bytes toolgate sends first (a decimal length,
+    /// a newline, then that many bytes), then end of file. The warden's
+    /// stdin stays open after them as the lifeline, so a cancelled call
+    /// ends at once; were the program's input the warden's own stdin, its
+    /// end would break the lifeline the moment it was written.
+    Feed,
+}
+
+/// The most a [`Stdin::Feed`] frame may carry: far above any tool call's
+/// arguments, and a bound on what a garbled length can make the warden
+/// allocate.
+const MAX_FEED: usize = 256 * 1024 * 1024;
+
+/// `bytes` framed for a warden started with [`Stdin::Feed`].
+pub fn feed_frame(bytes: &[u8]) -> Vec<u8> {
+    let mut frame = format!("{}\n", bytes.len()).into_bytes();
+    frame.extend_from_slice(bytes);
+    frame
+}
+
+/// Reads one [`feed_frame`] from stdin.
+fn read_feed() -> std::io::Result<Vec<u8>> {
+    use std::io::{BufRead, Read};
+    let invalid = |why: String| std::io::Error::new(std::io::ErrorKind::InvalidData, why);
+    let mut stdin = std::io::stdin().lock();
+    let mut header = String::new();
+    (&mut stdin).take(24).read_line(&mut header)?;
+    let len: usize = header
+        .trim_end_matches('\n')
+        .parse()
+        .map_err(|_| invalid(format!("the input's length is not a number: {header:?}")))?;
+    if len > MAX_FEED {
+        return Err(invalid(format!(
+            "the input is {len} bytes, over {MAX_FEED}"
+        )));
+    }
+    let mut bytes = vec![0; len];
+    stdin.read_exact(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// How to confine and run one program; passed as JSON on the command line.
@@ -187,10 +226,24 @@ fn run(plan: &Plan, program: &OsStr, args: &[OsString]) -> i32 {
     let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
     let mut cmd = Command::new(program);
     cmd.args(args);
-    if plan.stdin == Stdin::Null {
-        cmd.stdin(Stdio::null());
-    }
-    let child = match cmd.spawn() {
+    let input = match plan.stdin {
+        Stdin::Null => {
+            cmd.stdin(Stdio::null());
+            None
+        }
+        Stdin::Inherit => None,
+        Stdin::Feed => match read_feed() {
+            Ok(bytes) => {
+                cmd.stdin(Stdio::piped());
+                Some(bytes)
+            }
+            Err(e) => {
+                eprintln!("toolgate barrier: cannot read the program's input: {e}");
+                return 126;
+            }
+        },
+    };
+    let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
             eprintln!(
@@ -204,6 +257,18 @@ fn run(plan: &Plan, program: &OsStr, args: &[OsString]) -> i32 {
             };
         }
     };
+    if let (Some(bytes), Some(mut pipe)) = (input, child.stdin.take()) {
+        // A thread of its own: a program that reads slowly, or never,
+        // must not keep the warden from watching it and its lifeline.
+        let _ = std::thread::Builder::new()
+            .name("toolgate-warden-feed".into())
+            .spawn(move || {
+                use std::io::Write;
+                // A program that exits unread breaks the pipe: its exit
+                // status says what happened.
+                let _ = pipe.write_all(&bytes);
+            });
+    }
     let main = Pid::from_raw(child.id() as i32);
     // Reaped with waitpid below; std's handle does nothing when dropped.
     drop(child);

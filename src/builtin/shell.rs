@@ -39,6 +39,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::oneshot;
 
 use super::fs::BuiltTool;
+use crate::barrier::warden::feed_frame;
 use crate::barrier::{Barrier, Leash, Spawn};
 use crate::context::CallContext;
 use crate::error::CallError;
@@ -226,13 +227,7 @@ pub(crate) async fn run_program(barrier: &Barrier, p: &Program<'_>) -> Result<Ra
         )));
     };
     let spawn = match p.stdin {
-        // The program reads the warden's stdin, which is then closed: the
-        // lifeline breaks at once, so the warden's grace is the limit.
-        Some(_) => Spawn {
-            stdin: crate::barrier::Stdin::Inherit,
-            grace: p.limit,
-            ..Spawn::call()
-        },
+        Some(_) => Spawn::fed(),
         None => Spawn::call(),
     };
     let mut cmd = barrier
@@ -252,12 +247,15 @@ pub(crate) async fn run_program(barrier: &Barrier, p: &Program<'_>) -> Result<Ra
             p.cwd.display()
         ))
     })?;
+    let warden = barrier.has_warden();
     let input = match &p.stdin {
+        // Under a warden, its stdin: the input framed, then the lifeline.
+        Some(bytes) if warden => child.stdin.take().map(|pipe| (pipe, feed_frame(bytes))),
         Some(bytes) => child.stdin.take().map(|pipe| (pipe, bytes.clone())),
         None => None,
     };
     // Declared after `child`, so it is dropped (and ends the program) first.
-    let group = Leash::of(&mut child, barrier.has_warden());
+    let group = Leash::of(&mut child, warden);
     let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
     let (mut out, mut err) = (Captured::default(), Captured::default());
     let feed = async {
@@ -265,6 +263,9 @@ pub(crate) async fn run_program(barrier: &Barrier, p: &Program<'_>) -> Result<Ra
             // A program that exits without reading breaks the pipe: not
             // an error of the call, its exit status says what happened.
             let _ = pipe.write_all(&bytes).await;
+            if warden {
+                group.hold(pipe);
+            }
         }
     };
     let finished = {
