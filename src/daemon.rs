@@ -202,6 +202,17 @@ pub enum DaemonError {
     /// The approval queue could not be opened.
     #[error(transparent)]
     Approvals(#[from] crate::approval::ApprovalError),
+    /// `[storage]` cannot be used (its password is not in the keychain).
+    #[error(transparent)]
+    Storage(#[from] crate::team::StorageError),
+    /// The engine's identity file could not be read or written.
+    #[error("cannot keep the engine id in {}: {source}", .path.display())]
+    Identity {
+        /// The data dir.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// The pin store could not be opened.
     #[error(transparent)]
     Pins(#[from] crate::upstream::PinError),
@@ -296,6 +307,8 @@ pub struct Daemon {
     connect: ConnectDesk,
     connect_places: EnginePlaces,
     events: EventFollower,
+    /// The team link, with `[storage] url`.
+    team: Option<crate::team::Team>,
 }
 
 impl Daemon {
@@ -330,6 +343,7 @@ impl Daemon {
         }
         let events = EventBus::new();
         let approvals = Approvals::open(&audit, events.clone(), ApprovalOptions::default()).await?;
+        let team = start_team(&config, &opts.data_dir, &approvals)?;
         let servers = config.servers.clone();
         let config_path = config.path.clone();
         let roots = config.builtin.roots.clone();
@@ -440,7 +454,13 @@ impl Daemon {
             connect: ConnectDesk::for_engine(connect_places.clone()),
             connect_places,
             events,
+            team,
         })
+    }
+
+    /// The team link, when `[storage] url` names a team database.
+    pub fn team(&self) -> Option<&crate::team::Team> {
+        self.team.as_ref()
     }
 
     /// The agent socket path.
@@ -680,9 +700,35 @@ impl Daemon {
         if let Some(approvals) = server.engine().approvals() {
             approvals.settle().await;
         }
+        // After the closings are in SQLite: its last pass publishes them.
+        if let Some(team) = &self.team {
+            team.shutdown().await;
+        }
         self.events.finish().await;
         self.audit.flush().await;
     }
+}
+
+/// Starts the team link when `[storage] url` is set.
+fn start_team(
+    config: &Config,
+    data_dir: &std::path::Path,
+    approvals: &Approvals,
+) -> Result<Option<crate::team::Team>, DaemonError> {
+    let Some(storage) = &config.storage else {
+        return Ok(None);
+    };
+    let options = storage.connect_options(&*open_keychain())?;
+    let me = crate::team::EngineIdentity::of(data_dir).map_err(|source| DaemonError::Identity {
+        path: data_dir.to_owned(),
+        source,
+    })?;
+    Ok(Some(crate::team::Team::start(
+        me,
+        storage.url().to_owned(),
+        options,
+        approvals.clone(),
+    )))
 }
 
 /// Opens the data dir's audit log as its writer, before any socket is

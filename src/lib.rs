@@ -50,6 +50,7 @@ pub mod setup;
 pub mod slices;
 pub mod socket;
 pub mod spawn;
+pub mod team;
 pub mod tool;
 pub mod upstream;
 pub mod wire;

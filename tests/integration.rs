@@ -35,6 +35,7 @@ mod snippet;
 mod socket;
 mod ssrf;
 mod structured;
+mod team;
 mod upstream_redirect;
 mod upstream_remote;
 mod upstream_stdio;

@@ -124,6 +124,8 @@ pub fn recorded_words(by: &str) -> String {
         "desktop" => "in the desktop window".to_owned(),
         "tray" => "from the tray".to_owned(),
         "notification" => "from a notification".to_owned(),
+        // A teammate's decision, sent from their engine: `team alice on box`.
+        "team" => format!("by {}", by.trim_start_matches("team ")),
         _ => format!("by “{by}”"),
     }
 }

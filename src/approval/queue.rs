@@ -368,6 +368,29 @@ impl Approvals {
         store::recent_requests(&self.inner.pool, limit).await
     }
 
+    /// Up to `limit` requests with ids above `after`, oldest first: what a
+    /// team link publishes when it catches up.
+    ///
+    /// # Errors
+    /// The store failed.
+    pub async fn requests_after(
+        &self,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<ApprovalRequest>, ApprovalError> {
+        let mut v = store::requests_after(&self.inner.pool, after, limit).await?;
+        for r in &mut v {
+            if let Some(l) = self.inner.live().get(&r.id) {
+                r.waiting = l.waiter.is_some();
+            } else if let (ApprovalStatus::Pending, Some(status)) =
+                (r.status, self.inner.closing_status(r.id))
+            {
+                r.status = status;
+            }
+        }
+        Ok(v)
+    }
+
     /// Approves request `id` (`toolgate approve ID [--always SCOPE]`).
     ///
     /// # Errors

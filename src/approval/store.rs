@@ -230,6 +230,21 @@ pub(super) async fn recent_requests(
     Ok(rows.into_iter().map(RequestRow::into_request).collect())
 }
 
+/// Up to `limit` requests with ids above `after`, oldest first.
+pub(super) async fn requests_after(
+    pool: &SqlitePool,
+    after: i64,
+    limit: i64,
+) -> Result<Vec<ApprovalRequest>, ApprovalError> {
+    let rows: Vec<RequestRow> =
+        sqlx::query_as("SELECT * FROM approval_requests WHERE id > ? ORDER BY id LIMIT ?")
+            .bind(after)
+            .bind(limit)
+            .fetch_all(pool)
+            .await?;
+    Ok(rows.into_iter().map(RequestRow::into_request).collect())
+}
+
 /// What a remembered rule does to calls in its scope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]

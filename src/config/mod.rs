@@ -104,6 +104,8 @@ pub struct Config {
     pub hooks: crate::hooks::fallback::HooksConfig,
     /// `[plugins] trusted`: plugins whose tools are not `untrusted`.
     pub trusted_plugins: Vec<String>,
+    /// `[storage]`: the team's shared database, if any.
+    pub storage: Option<crate::team::StorageSettings>,
 }
 
 impl Default for Config {
@@ -129,6 +131,7 @@ impl Default for Config {
             search: crate::search::DisclosureConfig::default(),
             hooks: crate::hooks::fallback::HooksConfig::default(),
             trusted_plugins: Vec::new(),
+            storage: None,
         })
     }
 }
@@ -204,6 +207,7 @@ impl Config {
         let servers = servers::validate(&raw.servers, &mut problems);
         let policy = crate::policy::load::policy_config(&raw, &builtin.roots, &mut problems);
         let search = search_config(&raw.search, &mut problems);
+        let storage = storage_settings(&raw.storage, &mut problems);
         if !problems.is_empty() {
             return Err(ConfigError::Invalid {
                 path: path.unwrap_or_else(|| "<defaults>".into()),
@@ -232,7 +236,25 @@ impl Config {
                 when_engine_down: raw.hooks.when_engine_down.unwrap_or_default(),
             },
             trusted_plugins: raw.plugins.trusted.clone(),
+            storage,
         })
+    }
+}
+
+/// `[storage]`, checked (docs/team.md).
+fn storage_settings(
+    raw: &raw::RawStorage,
+    problems: &mut Vec<String>,
+) -> Option<crate::team::StorageSettings> {
+    match (&raw.url, &raw.password) {
+        (None, None) => None,
+        (None, Some(_)) => {
+            problems.push("storage.password: set only with storage.url".into());
+            None
+        }
+        (Some(url), password) => crate::team::StorageSettings::new(url, password.as_deref())
+            .map_err(|e| problems.push(e.to_string()))
+            .ok(),
     }
 }
 

@@ -53,6 +53,20 @@ pub struct RawConfig {
     /// The plugin directory (`[plugins]`, docs/plugins.md).
     #[serde(default)]
     pub plugins: RawPlugins,
+    /// The team's shared database (`[storage]`, docs/team.md).
+    #[serde(default)]
+    pub storage: RawStorage,
+}
+
+/// `[storage]`: a Postgres the engines of a team share. Unset: this engine
+/// alone, on its embedded SQLite.
+#[derive(Debug, Default, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct RawStorage {
+    /// `postgres://USER@HOST/DB?sslmode=verify-full`; no password in it.
+    pub url: Option<String>,
+    /// The password, as a keychain reference: `keyring:NAME`.
+    pub password: Option<String>,
 }
 
 /// `[plugins]`: which plugins of `<config dir>/plugins/` are trusted.

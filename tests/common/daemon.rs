@@ -33,6 +33,8 @@ pub(crate) struct TestDaemon {
     pub(crate) checks: Option<tokio::sync::watch::Receiver<u64>>,
     /// The console's secrets (login links, bearer token).
     pub(crate) console: ConsoleAuth,
+    /// The team link, with `[storage] url`.
+    pub(crate) team: Option<toolgate::team::Team>,
 }
 
 impl TestDaemon {
@@ -165,6 +167,7 @@ impl TestDaemon {
         let editor = daemon.policy_editor().clone();
         let checks = daemon.config_checks();
         let console = daemon.console_auth().expect("http on").clone();
+        let team = daemon.team().cloned();
         let http = daemon
             .http()
             .map(|(u, t)| (u, t.to_owned()))
@@ -181,6 +184,7 @@ impl TestDaemon {
             editor,
             checks,
             console,
+            team,
         }
     }
 

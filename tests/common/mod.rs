@@ -137,6 +137,7 @@ pub(crate) fn types(events: &[Value]) -> Vec<String> {
 pub(crate) mod catalog;
 pub(crate) mod daemon;
 pub(crate) mod escapes;
+pub(crate) mod postgres;
 pub(crate) mod python;
 pub(crate) mod roles;
 pub(crate) mod serve;

@@ -1,0 +1,118 @@
+//! Another engine's approval request, as this engine's console shows it,
+//! and what became of a decision sent to it.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::identity::EngineIdentity;
+use crate::approval::{ApprovalStatus, CallerInfo, Ended};
+use crate::tool::Risk;
+
+/// One approval request of an engine of the team.
+#[derive(Debug, Clone, PartialEq, Serialize, ts_rs::TS)]
+pub struct TeamRequest {
+    /// The engine that raised it, which alone decides it.
+    pub engine: EngineIdentity,
+    /// Its id on that engine.
+    #[ts(type = "number")]
+    pub id: i64,
+    /// The tool.
+    pub tool: String,
+    /// The arguments, secret ones redacted.
+    pub args: Value,
+    /// The arguments in one line.
+    pub preview: String,
+    /// The call's risk.
+    pub risk: Risk,
+    /// Which rule asked.
+    pub rule: String,
+    /// Why, in words.
+    pub reason: String,
+    /// Who asked.
+    pub caller: CallerInfo,
+    /// Session id.
+    pub session: String,
+    /// Unix ms, by the raising engine's clock.
+    #[ts(type = "number")]
+    pub created_ms: i64,
+    /// Unix ms; it times out then.
+    #[ts(type = "number")]
+    pub expires_ms: i64,
+    /// Its state.
+    pub status: ApprovalStatus,
+    /// When it was closed.
+    #[ts(type = "number | null")]
+    pub decided_ms: Option<i64>,
+    /// Who closed it.
+    pub decided_by: Option<String>,
+    /// How it ended, in words (`None` while it waits).
+    pub ended: Option<Ended>,
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct Row {
+    engine_id: String,
+    local_id: i64,
+    tool: String,
+    args: String,
+    preview: String,
+    risk: String,
+    rule: String,
+    reason: String,
+    caller: String,
+    session: String,
+    created_ms: i64,
+    expires_ms: i64,
+    status: String,
+    decided_ms: Option<i64>,
+    decided_by: Option<String>,
+    decision_reason: Option<String>,
+    host: String,
+    os_user: String,
+}
+
+impl Row {
+    pub(super) fn into_request(self) -> TeamRequest {
+        let status = ApprovalStatus::parse(&self.status).unwrap_or(ApprovalStatus::Expired);
+        TeamRequest {
+            ended: crate::approval::ended(
+                status,
+                self.decided_by.as_deref(),
+                self.decision_reason.as_deref(),
+            ),
+            engine: EngineIdentity {
+                id: self.engine_id,
+                host: self.host,
+                user: self.os_user,
+            },
+            id: self.local_id,
+            tool: self.tool,
+            args: serde_json::from_str(&self.args).unwrap_or(Value::Null),
+            preview: self.preview,
+            // An unreadable value reads as the most cautious one.
+            risk: serde_json::from_value(Value::String(self.risk)).unwrap_or(Risk::Critical),
+            rule: self.rule,
+            reason: self.reason,
+            caller: serde_json::from_str(&self.caller).unwrap_or_default(),
+            session: self.session,
+            created_ms: self.created_ms,
+            expires_ms: self.expires_ms,
+            status,
+            decided_ms: self.decided_ms,
+            decided_by: self.decided_by,
+        }
+    }
+}
+
+/// What the engine that raised a request did with a decision sent to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+pub struct Outcome {
+    /// This decision is the one that closed the request.
+    pub took_effect: bool,
+    /// The request's state now.
+    pub status: ApprovalStatus,
+    /// Who closed it (this decision's author, or whoever was first).
+    pub decided_by: Option<String>,
+    /// What happened, in one sentence.
+    pub words: String,
+}

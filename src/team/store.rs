@@ -1,0 +1,396 @@
+//! The team's rows on Postgres (`migrations-postgres/`). Every write that
+//! others must see sends a notification on [`CHANNEL`] in the same
+//! transaction, so it is delivered exactly when the write commits.
+
+use serde::{Deserialize, Serialize};
+use sqlx::{PgConnection, PgPool, Postgres, Transaction};
+
+use super::identity::EngineIdentity;
+use super::request::TeamRequest;
+use crate::approval::{ApprovalRequest, ApprovalStatus};
+
+/// The one channel every engine listens on.
+pub(super) const CHANNEL: &str = "toolgate_team";
+
+/// The team schema, per backend: Postgres has its own migrations.
+pub(super) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations-postgres");
+
+/// What a notification says changed; the rows say the rest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "k", rename_all = "snake_case")]
+pub(super) enum Note {
+    /// Request `id` of engine `e` was raised or closed.
+    Request {
+        /// The engine that raised it.
+        e: String,
+        /// Its local id.
+        id: i64,
+    },
+    /// Decision `id` was sent to engine `e`.
+    Decision {
+        /// The engine that raised the request.
+        e: String,
+        /// The decision's id.
+        id: i64,
+    },
+    /// Engine `e` answered decision `id`, sent from engine `to`.
+    Outcome {
+        /// The engine that answered.
+        e: String,
+        /// The decision's id.
+        id: i64,
+        /// The engine that sent it.
+        to: String,
+    },
+}
+
+async fn notify(conn: &mut PgConnection, note: &Note) -> Result<(), sqlx::Error> {
+    let payload = serde_json::to_string(note).unwrap_or_default();
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(CHANNEL)
+        .bind(payload)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Adds or refreshes this engine's row, heartbeat included.
+pub(super) async fn register(
+    pool: &PgPool,
+    me: &EngineIdentity,
+    started_ms: i64,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO engines (id, host, os_user, version, started_ms, seen) \
+         VALUES ($1, $2, $3, $4, $5, now()) \
+         ON CONFLICT (id) DO UPDATE SET host = $2, os_user = $3, version = $4, \
+         started_ms = $5, seen = now()",
+    )
+    .bind(&me.id)
+    .bind(&me.host)
+    .bind(&me.user)
+    .bind(env!("CARGO_PKG_VERSION"))
+    .bind(started_ms)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// Says this engine is alive.
+pub(super) async fn heartbeat(pool: &PgPool, me: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE engines SET seen = now() WHERE id = $1")
+        .bind(me)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
+/// An engine of the team and whether it is online.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ts_rs::TS)]
+pub struct EngineSeen {
+    /// Which engine.
+    pub engine: EngineIdentity,
+    /// Its heartbeat is recent.
+    pub online: bool,
+    /// Milliseconds since its last heartbeat, by the database's clock.
+    #[ts(type = "number")]
+    pub seen_ago_ms: i64,
+}
+
+/// Every engine of the team; online means a heartbeat within `online_ms`.
+pub(super) async fn engines(pool: &PgPool, online_ms: i64) -> Result<Vec<EngineSeen>, sqlx::Error> {
+    let rows: Vec<(String, String, String, i64)> = sqlx::query_as(
+        "SELECT id, host, os_user, \
+         (EXTRACT(EPOCH FROM (now() - seen)) * 1000)::BIGINT AS ago \
+         FROM engines ORDER BY host, os_user, id",
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, host, user, ago)| EngineSeen {
+            engine: EngineIdentity { id, host, user },
+            online: ago <= online_ms,
+            seen_ago_ms: ago,
+        })
+        .collect())
+}
+
+/// Publishes a local request as it is now. A replay of a row already
+/// there changes nothing; `offered` is false for a request that was raised
+/// and closed while the engine was offline.
+pub(super) async fn publish(
+    pool: &PgPool,
+    me: &str,
+    r: &ApprovalRequest,
+    offered: bool,
+) -> Result<(), sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    let inserted = sqlx::query(
+        "INSERT INTO team_requests (engine_id, local_id, call_id, tool, args, preview, risk, \
+         rule, reason, caller, session, created_ms, expires_ms, status, decided_ms, decided_by, \
+         decision_reason, offered) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) \
+         ON CONFLICT (engine_id, local_id) DO NOTHING",
+    )
+    .bind(me)
+    .bind(r.id)
+    .bind(r.call_id)
+    .bind(&r.tool)
+    .bind(crate::canonical::canonical_json(&r.args))
+    .bind(&r.preview)
+    .bind(crate::policy::risk_str(r.risk))
+    .bind(&r.rule)
+    .bind(&r.reason)
+    .bind(serde_json::to_string(&r.caller).unwrap_or_default())
+    .bind(&r.session)
+    .bind(r.created_ms)
+    .bind(r.expires_ms)
+    .bind(r.status.as_str())
+    .bind(r.decided_ms)
+    .bind(&r.decided_by)
+    .bind(&r.decision_reason)
+    .bind(offered)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    let closed = if inserted == 0 && r.status != ApprovalStatus::Pending {
+        close(&mut tx, me, r).await?
+    } else {
+        false
+    };
+    if inserted == 1 || closed {
+        notify(
+            &mut tx,
+            &Note::Request {
+                e: me.to_owned(),
+                id: r.id,
+            },
+        )
+        .await?;
+    }
+    tx.commit().await
+}
+
+/// Closes a published request the way it closed locally; `false` if it
+/// was closed already.
+async fn close(
+    tx: &mut Transaction<'_, Postgres>,
+    me: &str,
+    r: &ApprovalRequest,
+) -> Result<bool, sqlx::Error> {
+    let n = sqlx::query(
+        "UPDATE team_requests SET status = $3, decided_ms = $4, decided_by = $5, \
+         decision_reason = $6 WHERE engine_id = $1 AND local_id = $2 AND status = 'pending'",
+    )
+    .bind(me)
+    .bind(r.id)
+    .bind(r.status.as_str())
+    .bind(r.decided_ms)
+    .bind(&r.decided_by)
+    .bind(&r.decision_reason)
+    .execute(&mut **tx)
+    .await?
+    .rows_affected();
+    Ok(n == 1)
+}
+
+/// The highest local id of this engine the team has.
+pub(super) async fn watermark(pool: &PgPool, me: &str) -> Result<i64, sqlx::Error> {
+    let (w,): (Option<i64>,) =
+        sqlx::query_as("SELECT MAX(local_id) FROM team_requests WHERE engine_id = $1")
+            .bind(me)
+            .fetch_one(pool)
+            .await?;
+    Ok(w.unwrap_or(0))
+}
+
+/// Local ids of this engine's requests the team still sees pending.
+pub(super) async fn pending_ids(pool: &PgPool, me: &str) -> Result<Vec<i64>, sqlx::Error> {
+    let rows: Vec<(i64,)> = sqlx::query_as(
+        "SELECT local_id FROM team_requests WHERE engine_id = $1 AND status = 'pending'",
+    )
+    .bind(me)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(|(id,)| id).collect())
+}
+
+/// A query for team requests with their engines, ending in `$tail`.
+macro_rules! select_requests {
+    ($tail:literal) => {
+        concat!(
+            "SELECT r.engine_id, r.local_id, r.tool, r.args, r.preview, r.risk, r.rule, \
+             r.reason, r.caller, r.session, r.created_ms, r.expires_ms, r.status, r.decided_ms, \
+             r.decided_by, r.decision_reason, e.host, e.os_user \
+             FROM team_requests r JOIN engines e ON e.id = r.engine_id ",
+            $tail
+        )
+    };
+}
+
+/// One request of any engine.
+pub(super) async fn request(
+    pool: &PgPool,
+    engine: &str,
+    id: i64,
+) -> Result<Option<TeamRequest>, sqlx::Error> {
+    let sql = select_requests!("WHERE r.engine_id = $1 AND r.local_id = $2");
+    let row: Option<super::request::Row> = sqlx::query_as(sql)
+        .bind(engine)
+        .bind(id)
+        .fetch_optional(pool)
+        .await?;
+    Ok(row.map(super::request::Row::into_request))
+}
+
+/// Every pending request of the other engines, oldest first.
+pub(super) async fn others_pending(
+    pool: &PgPool,
+    me: &str,
+) -> Result<Vec<TeamRequest>, sqlx::Error> {
+    let sql =
+        select_requests!("WHERE r.status = 'pending' AND r.engine_id <> $1 ORDER BY r.created_ms");
+    let rows: Vec<super::request::Row> = sqlx::query_as(sql).bind(me).fetch_all(pool).await?;
+    Ok(rows
+        .into_iter()
+        .map(super::request::Row::into_request)
+        .collect())
+}
+
+/// A decision sent to the engine that raised the request.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub(super) struct SentDecision {
+    /// Its id.
+    pub id: i64,
+    /// The request's local id on the receiving engine.
+    pub local_id: i64,
+    /// `approve` or `deny`.
+    pub answer: String,
+    /// A deny reason or a note.
+    pub reason: Option<String>,
+    /// An "always" decision's scope.
+    pub always_scope: Option<String>,
+    /// Its time to live.
+    pub always_ttl_ms: Option<i64>,
+    /// Who decided.
+    pub by_user: String,
+    /// On which engine.
+    pub by_engine: String,
+}
+
+/// Sends a decision to `engine`; returns its id.
+pub(super) async fn send_decision(
+    pool: &PgPool,
+    engine: &str,
+    d: &SentDecision,
+    sent_ms: i64,
+) -> Result<i64, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    let (id,): (i64,) = sqlx::query_as(
+        "INSERT INTO team_decisions (engine_id, local_id, answer, reason, always_scope, \
+         always_ttl_ms, by_user, by_engine, sent_ms) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+    )
+    .bind(engine)
+    .bind(d.local_id)
+    .bind(&d.answer)
+    .bind(&d.reason)
+    .bind(&d.always_scope)
+    .bind(d.always_ttl_ms)
+    .bind(&d.by_user)
+    .bind(&d.by_engine)
+    .bind(sent_ms)
+    .fetch_one(&mut *tx)
+    .await?;
+    notify(
+        &mut tx,
+        &Note::Decision {
+            e: engine.to_owned(),
+            id,
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(id)
+}
+
+/// Takes decision `id` addressed to `me`, if nobody took or voided it.
+pub(super) async fn take_decision(
+    pool: &PgPool,
+    me: &str,
+    id: i64,
+) -> Result<Option<SentDecision>, sqlx::Error> {
+    sqlx::query_as(
+        "UPDATE team_decisions SET state = 'taken' \
+         WHERE id = $1 AND engine_id = $2 AND state = 'sent' \
+         RETURNING id, local_id, answer, reason, always_scope, always_ttl_ms, by_user, by_engine",
+    )
+    .bind(id)
+    .bind(me)
+    .fetch_optional(pool)
+    .await
+}
+
+/// Decisions sent to `me` that nobody took yet (sent while it was
+/// offline, or before it listened).
+pub(super) async fn waiting_for(pool: &PgPool, me: &str) -> Result<Vec<i64>, sqlx::Error> {
+    let rows: Vec<(i64,)> = sqlx::query_as(
+        "SELECT id FROM team_decisions WHERE engine_id = $1 AND state = 'sent' ORDER BY id",
+    )
+    .bind(me)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(|(id,)| id).collect())
+}
+
+/// Records what became of a taken decision and tells its sender.
+pub(super) async fn answer(
+    pool: &PgPool,
+    me: &str,
+    d: &SentDecision,
+    outcome: &super::request::Outcome,
+) -> Result<(), sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("UPDATE team_decisions SET outcome = $2 WHERE id = $1")
+        .bind(d.id)
+        .bind(serde_json::to_string(outcome).unwrap_or_default())
+        .execute(&mut *tx)
+        .await?;
+    notify(
+        &mut tx,
+        &Note::Outcome {
+            e: me.to_owned(),
+            id: d.id,
+            to: d.by_engine.clone(),
+        },
+    )
+    .await?;
+    tx.commit().await
+}
+
+/// Gives up on decision `id` unless its engine took it; `true` if voided.
+pub(super) async fn void_decision(pool: &PgPool, id: i64) -> Result<bool, sqlx::Error> {
+    let n =
+        sqlx::query("UPDATE team_decisions SET state = 'void' WHERE id = $1 AND state = 'sent'")
+            .bind(id)
+            .execute(pool)
+            .await?
+            .rows_affected();
+    Ok(n == 1)
+}
+
+/// What the receiving engine answered to decision `id`, once it has.
+pub(super) async fn outcome(
+    pool: &PgPool,
+    id: i64,
+) -> Result<Option<super::request::Outcome>, sqlx::Error> {
+    let row: Option<(Option<String>,)> =
+        sqlx::query_as("SELECT outcome FROM team_decisions WHERE id = $1")
+            .bind(id)
+            .fetch_optional(pool)
+            .await?;
+    Ok(row
+        .and_then(|(o,)| o)
+        .and_then(|o| serde_json::from_str(&o).ok()))
+}
