@@ -38,6 +38,9 @@ CREATE TABLE team_requests (
     -- false: it was raised and closed while the engine was offline, so it
     -- was never the team's to decide.
     offered         BOOLEAN NOT NULL,
+    -- JSON list of the users who may decide it (`[team] deciders` of the
+    -- raising engine); NULL: anyone of the team.
+    deciders        TEXT,
     PRIMARY KEY (engine_id, local_id)
 );
 CREATE INDEX team_requests_pending ON team_requests (created_ms) WHERE status = 'pending';

@@ -728,6 +728,7 @@ fn start_team(
         storage.url().to_owned(),
         options,
         approvals.clone(),
+        config.team_deciders.clone(),
     )))
 }
 

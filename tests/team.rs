@@ -220,3 +220,82 @@ async fn team_rows(pg: &Postgres, engine: &str) -> Vec<(i64, String, bool)> {
     pool.close().await;
     rows
 }
+
+#[tokio::test]
+async fn only_the_listed_deciders_may_decide_an_engines_requests() {
+    let pg = Postgres::start();
+    let ci = TestDaemon::start(&format!("{}[team]\ndeciders = [\"alice\"]\n", config(&pg))).await;
+    let b = TestDaemon::start(&config(&pg)).await;
+    until(team(&b), "the CI engine online", |t| {
+        (t.status().engines.iter().filter(|e| e.online).count() == 2).then_some(())
+    })
+    .await;
+    let (id, call) = ask(&ci, "echo from-ci").await;
+    let seen = seen_from(&b, &ci, id, "the request on B", |r| {
+        r.status == ApprovalStatus::Pending
+    })
+    .await;
+    let why = seen.cannot_decide.expect("B's user is not listed");
+    assert!(
+        why.starts_with("Only alice may decide requests from"),
+        "{why}"
+    );
+    let engine = team(&ci).me().id.clone();
+    let e = team(&b)
+        .decide(&engine, id, Decision::approve())
+        .await
+        .unwrap_err();
+    assert_eq!(e.to_string(), why);
+    // Past the friendly refusal: a decision put straight into the mailbox,
+    // as an engine that skipped the check would, is refused by the CI
+    // engine itself.
+    let pool = sqlx::PgPool::connect(&pg.url()).await.unwrap();
+    // Listening first: the CI engine's answer is a notification too.
+    let mut heard = sqlx::postgres::PgListener::connect_with(&pool)
+        .await
+        .unwrap();
+    heard.listen("toolgate_team").await.unwrap();
+    let (decision,): (i64,) = sqlx::query_as(
+        "INSERT INTO team_decisions (engine_id, local_id, answer, by_user, by_engine, sent_ms) \
+         VALUES ($1, $2, 'approve', 'alice on somewhere', $3, 0) RETURNING id",
+    )
+    .bind(&engine)
+    .bind(id)
+    .bind(&team(&b).me().id)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    sqlx::query("SELECT pg_notify('toolgate_team', $1)")
+        .bind(serde_json::json!({"k": "decision", "e": engine, "id": decision}).to_string())
+        .execute(&pool)
+        .await
+        .unwrap();
+    let outcome = tokio::time::timeout(WITHIN, async {
+        loop {
+            let (o,): (Option<String>,) =
+                sqlx::query_as("SELECT outcome FROM team_decisions WHERE id = $1")
+                    .bind(decision)
+                    .fetch_one(&pool)
+                    .await
+                    .unwrap();
+            if let Some(o) = o {
+                return serde_json::from_str::<serde_json::Value>(&o).unwrap();
+            }
+            heard.recv().await.unwrap();
+        }
+    })
+    .await
+    .expect("the CI engine answers");
+    assert_eq!(outcome["took_effect"], false, "{outcome}");
+    assert!(
+        outcome["words"].as_str().unwrap().starts_with("Only alice"),
+        "{outcome}"
+    );
+    let still = ci.engine.approvals().unwrap().get(id).await.unwrap();
+    assert_eq!(still.status, ApprovalStatus::Pending);
+    ci.engine.approvals().unwrap().deny(id, None).await.unwrap();
+    assert_eq!(call.await.unwrap().is_error, Some(true));
+    // The listener holds a connection that closing the pool waits for.
+    drop(heard);
+    pool.close().await;
+}

@@ -106,6 +106,9 @@ pub struct Config {
     pub trusted_plugins: Vec<String>,
     /// `[storage]`: the team's shared database, if any.
     pub storage: Option<crate::team::StorageSettings>,
+    /// `[team] deciders`: who of the team may decide this engine's
+    /// requests; `None`: anyone.
+    pub team_deciders: Option<Vec<String>>,
 }
 
 impl Default for Config {
@@ -132,6 +135,7 @@ impl Default for Config {
             hooks: crate::hooks::fallback::HooksConfig::default(),
             trusted_plugins: Vec::new(),
             storage: None,
+            team_deciders: None,
         })
     }
 }
@@ -208,6 +212,12 @@ impl Config {
         let policy = crate::policy::load::policy_config(&raw, &builtin.roots, &mut problems);
         let search = search_config(&raw.search, &mut problems);
         let storage = storage_settings(&raw.storage, &mut problems);
+        if raw.team.deciders.as_ref().is_some_and(Vec::is_empty) {
+            problems.push(
+                "team.deciders: an empty list would let nobody decide; leave it out to let anyone"
+                    .into(),
+            );
+        }
         if !problems.is_empty() {
             return Err(ConfigError::Invalid {
                 path: path.unwrap_or_else(|| "<defaults>".into()),
@@ -237,6 +247,7 @@ impl Config {
             },
             trusted_plugins: raw.plugins.trusted.clone(),
             storage,
+            team_deciders: raw.team.deciders.clone(),
         })
     }
 }

@@ -56,6 +56,19 @@ pub struct RawConfig {
     /// The team's shared database (`[storage]`, docs/team.md).
     #[serde(default)]
     pub storage: RawStorage,
+    /// Who of the team may decide this engine's requests (`[team]`).
+    #[serde(default)]
+    pub team: RawTeam,
+}
+
+/// `[team]`: who may decide this engine's requests from other engines.
+#[derive(Debug, Default, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct RawTeam {
+    /// User names (as each engine reports its user) who may decide this
+    /// engine's requests; unset: anyone of the team. A CI engine lists its
+    /// approvers here.
+    pub deciders: Option<Vec<String>>,
 }
 
 /// `[storage]`: a Postgres the engines of a team share. Unset: this engine

@@ -95,6 +95,8 @@ impl std::fmt::Debug for Team {
 
 struct Inner {
     me: EngineIdentity,
+    /// Who may decide this engine's requests (`[team] deciders`).
+    deciders: Option<Vec<String>>,
     url: String,
     started_ms: i64,
     approvals: Approvals,
@@ -124,6 +126,7 @@ impl Team {
         url: String,
         options: PgConnectOptions,
         approvals: Approvals,
+        deciders: Option<Vec<String>>,
     ) -> Self {
         let pool = PgPoolOptions::new()
             .max_connections(4)
@@ -133,6 +136,7 @@ impl Team {
             .connect_lazy_with(options);
         let inner = Arc::new(Inner {
             me,
+            deciders,
             url,
             started_ms: crate::audit::now_ms(),
             approvals,
@@ -203,6 +207,12 @@ impl Team {
             return Err(TeamError::EngineOffline {
                 engine: e.engine.label(),
             });
+        }
+        let why_not = lock(&inner.remote)
+            .get(&(engine.to_owned(), id))
+            .and_then(|r| r.cannot_decide.clone());
+        if let Some(why) = why_not {
+            return Err(TeamError::NotADecider(why));
         }
         let sent = SentDecision {
             id: 0,
@@ -367,14 +377,14 @@ async fn publish_local(inner: &Inner) -> Result<(), TeamError> {
         };
         for r in &batch {
             let offered = r.status == ApprovalStatus::Pending;
-            store::publish(&inner.pool, me, r, offered).await?;
+            store::publish(&inner.pool, me, r, offered, inner.deciders.as_deref()).await?;
         }
         after = last;
     }
     for id in store::pending_ids(&inner.pool, me).await? {
         match inner.approvals.get(id).await {
             Ok(r) if r.status != ApprovalStatus::Pending => {
-                store::publish(&inner.pool, me, &r, true).await?;
+                store::publish(&inner.pool, me, &r, true, inner.deciders.as_deref()).await?;
             }
             Ok(_) | Err(ApprovalError::NotFound { .. }) => {}
             Err(e) => return Err(e.into()),
@@ -392,6 +402,7 @@ async fn resync(inner: &Arc<Inner>) -> Result<(), TeamError> {
         let mut remote = lock(&inner.remote);
         remote.retain(|_, r| r.status != ApprovalStatus::Pending);
         for r in others {
+            let r = r.for_user(&inner.me.user);
             remote.insert((r.engine.id.clone(), r.id), r);
         }
     }
@@ -428,7 +439,8 @@ async fn on_event(inner: &Inner, event: &Event) -> Result<(), TeamError> {
     };
     match inner.approvals.get(id).await {
         Ok(r) => {
-            store::publish(&inner.pool, &inner.me.id, &r, true).await?;
+            let deciders = inner.deciders.as_deref();
+            store::publish(&inner.pool, &inner.me.id, &r, true, deciders).await?;
             Ok(())
         }
         Err(ApprovalError::NotFound { .. }) => Ok(()),
@@ -463,6 +475,7 @@ async fn on_note(inner: &Arc<Inner>, payload: &str) -> Result<(), TeamError> {
 /// Keeps another engine's request, dropping the oldest closed ones past
 /// [`KEEP_CLOSED`].
 fn remember(inner: &Inner, r: TeamRequest) {
+    let r = r.for_user(&inner.me.user);
     let mut remote = lock(&inner.remote);
     remote.insert((r.engine.id.clone(), r.id), r);
     let mut closed: Vec<((String, i64), i64)> = remote
@@ -484,9 +497,31 @@ async fn take(inner: &Inner, id: i64) -> Result<(), TeamError> {
     let Some(sent) = store::take_decision(&inner.pool, &inner.me.id, id).await? else {
         return Ok(()); // voided by its sender, or taken already
     };
-    let outcome = apply(inner, &sent).await;
+    let outcome = match refused(inner, &sent).await? {
+        Some(refusal) => refusal,
+        None => apply(inner, &sent).await,
+    };
     store::answer(&inner.pool, &inner.me.id, &sent, &outcome).await?;
     Ok(())
+}
+
+/// The refusal of a decision from someone `[team] deciders` does not
+/// list. Checked here, by the engine that decides, against the sender's
+/// engine row rather than the words it sent.
+async fn refused(inner: &Inner, sent: &SentDecision) -> Result<Option<Outcome>, TeamError> {
+    if inner.deciders.is_none() {
+        return Ok(None);
+    }
+    let user = store::engine_user(&inner.pool, &sent.by_engine)
+        .await?
+        .unwrap_or_default();
+    let why = super::request::refusal(inner.deciders.as_deref(), &user, &inner.me);
+    Ok(why.map(|words| Outcome {
+        took_effect: false,
+        status: ApprovalStatus::Pending,
+        decided_by: None,
+        words,
+    }))
 }
 
 async fn apply(inner: &Inner, sent: &SentDecision) -> Outcome {

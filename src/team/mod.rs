@@ -45,6 +45,10 @@ pub enum TeamError {
         /// `user on host`, or its id.
         engine: String,
     },
+    /// `[team] deciders` of the raising engine does not list this
+    /// engine's user.
+    #[error("{0}")]
+    NotADecider(String),
     /// A request of this very engine: it is decided in the local queue.
     #[error("request {id} is this engine's own; decide it in the local queue")]
     OwnRequest {

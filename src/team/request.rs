@@ -47,6 +47,47 @@ pub struct TeamRequest {
     pub decided_by: Option<String>,
     /// How it ended, in words (`None` while it waits).
     pub ended: Option<Ended>,
+    /// Who may decide it (the raising engine's `[team] deciders`); `None`:
+    /// anyone of the team.
+    pub deciders: Option<Vec<String>>,
+    /// Why the person at this engine may not decide it, in one sentence;
+    /// `None`: they may.
+    pub cannot_decide: Option<String>,
+}
+
+impl TeamRequest {
+    /// Fills [`Self::cannot_decide`] for `user`.
+    pub(super) fn for_user(mut self, user: &str) -> Self {
+        self.cannot_decide = refusal(self.deciders.as_deref(), user, &self.engine);
+        self
+    }
+}
+
+/// Why `user` may not decide a request of `engine` whose deciders are
+/// `deciders`; `None` if they may.
+pub(super) fn refusal(
+    deciders: Option<&[String]>,
+    user: &str,
+    engine: &EngineIdentity,
+) -> Option<String> {
+    let deciders = deciders?;
+    if deciders.iter().any(|d| d == user) {
+        return None;
+    }
+    Some(format!(
+        "Only {} may decide requests from {}; this engine runs as {user}.",
+        listed(deciders),
+        engine.label()
+    ))
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn listed(names: &[String]) -> String {
+    match names {
+        [] => "nobody".into(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
 }
 
 #[derive(sqlx::FromRow)]
@@ -67,6 +108,7 @@ pub(super) struct Row {
     decided_ms: Option<i64>,
     decided_by: Option<String>,
     decision_reason: Option<String>,
+    deciders: Option<String>,
     host: String,
     os_user: String,
 }
@@ -100,6 +142,8 @@ impl Row {
             status,
             decided_ms: self.decided_ms,
             decided_by: self.decided_by,
+            deciders: self.deciders.and_then(|d| serde_json::from_str(&d).ok()),
+            cannot_decide: None,
         }
     }
 }
@@ -115,4 +159,28 @@ pub struct Outcome {
     pub decided_by: Option<String>,
     /// What happened, in one sentence.
     pub words: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn engine() -> EngineIdentity {
+        EngineIdentity {
+            id: "e".into(),
+            host: "ci-3".into(),
+            user: "runner".into(),
+        }
+    }
+
+    #[test]
+    fn only_listed_deciders_may_decide() {
+        let d = vec!["alice".to_owned(), "bob".to_owned()];
+        assert_eq!(refusal(Some(&d), "alice", &engine()), None);
+        assert_eq!(refusal(None, "mallory", &engine()), None);
+        assert_eq!(
+            refusal(Some(&d), "mallory", &engine()).unwrap(),
+            "Only alice and bob may decide requests from runner on ci-3; this engine runs as mallory."
+        );
+    }
 }

@@ -124,13 +124,15 @@ pub(super) async fn publish(
     me: &str,
     r: &ApprovalRequest,
     offered: bool,
+    deciders: Option<&[String]>,
 ) -> Result<(), sqlx::Error> {
     let mut tx = pool.begin().await?;
     let inserted = sqlx::query(
         "INSERT INTO team_requests (engine_id, local_id, call_id, tool, args, preview, risk, \
          rule, reason, caller, session, created_ms, expires_ms, status, decided_ms, decided_by, \
-         decision_reason, offered) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) \
+         decision_reason, offered, deciders) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \
+         $19) \
          ON CONFLICT (engine_id, local_id) DO NOTHING",
     )
     .bind(me)
@@ -151,6 +153,7 @@ pub(super) async fn publish(
     .bind(&r.decided_by)
     .bind(&r.decision_reason)
     .bind(offered)
+    .bind(deciders.map(|d| serde_json::to_string(d).unwrap_or_default()))
     .execute(&mut *tx)
     .await?
     .rows_affected();
@@ -222,7 +225,7 @@ macro_rules! select_requests {
         concat!(
             "SELECT r.engine_id, r.local_id, r.tool, r.args, r.preview, r.risk, r.rule, \
              r.reason, r.caller, r.session, r.created_ms, r.expires_ms, r.status, r.decided_ms, \
-             r.decided_by, r.decision_reason, e.host, e.os_user \
+             r.decided_by, r.decision_reason, r.deciders, e.host, e.os_user \
              FROM team_requests r JOIN engines e ON e.id = r.engine_id ",
             $tail
         )
@@ -330,6 +333,15 @@ pub(super) async fn take_decision(
     .bind(me)
     .fetch_optional(pool)
     .await
+}
+
+/// The user engine `id` runs as, by its own row.
+pub(super) async fn engine_user(pool: &PgPool, id: &str) -> Result<Option<String>, sqlx::Error> {
+    let row: Option<(String,)> = sqlx::query_as("SELECT os_user FROM engines WHERE id = $1")
+        .bind(id)
+        .fetch_optional(pool)
+        .await?;
+    Ok(row.map(|(u,)| u))
 }
 
 /// Decisions sent to `me` that nobody took yet (sent while it was
