@@ -343,7 +343,7 @@ impl Daemon {
         }
         let events = EventBus::new();
         let approvals = Approvals::open(&audit, events.clone(), ApprovalOptions::default()).await?;
-        let team = start_team(&config, &opts.data_dir, &approvals)?;
+        let team = start_team(&config, &opts.data_dir, &approvals, &audit)?;
         let servers = config.servers.clone();
         let config_path = config.path.clone();
         let roots = config.builtin.roots.clone();
@@ -700,12 +700,13 @@ impl Daemon {
         if let Some(approvals) = server.engine().approvals() {
             approvals.settle().await;
         }
-        // After the closings are in SQLite: its last pass publishes them.
+        self.events.finish().await;
+        self.audit.flush().await;
+        // Once the closings and the last calls are in SQLite: its last
+        // pass publishes them.
         if let Some(team) = &self.team {
             team.shutdown().await;
         }
-        self.events.finish().await;
-        self.audit.flush().await;
     }
 }
 
@@ -714,6 +715,7 @@ fn start_team(
     config: &Config,
     data_dir: &std::path::Path,
     approvals: &Approvals,
+    audit: &AuditLog,
 ) -> Result<Option<crate::team::Team>, DaemonError> {
     let Some(storage) = &config.storage else {
         return Ok(None);
@@ -723,13 +725,14 @@ fn start_team(
         path: data_dir.to_owned(),
         source,
     })?;
-    Ok(Some(crate::team::Team::start(
+    Ok(Some(crate::team::Team::start(crate::team::TeamParts {
         me,
-        storage.url().to_owned(),
+        url: storage.url().to_owned(),
         options,
-        approvals.clone(),
-        config.team_deciders.clone(),
-    )))
+        approvals: approvals.clone(),
+        audit: audit.clone(),
+        deciders: config.team_deciders.clone(),
+    })))
 }
 
 /// Opens the data dir's audit log as its writer, before any socket is

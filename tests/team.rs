@@ -299,3 +299,92 @@ async fn only_the_listed_deciders_may_decide_an_engines_requests() {
     drop(heard);
     pool.close().await;
 }
+
+/// Makes `n` allowed calls from a fresh agent on `d`, numbered from
+/// `first`, each reading a file of its own (the same call repeated would
+/// trip the loop guard); each is answered.
+async fn calls(d: &TestDaemon, first: u64, n: u64) {
+    let mut agent = d.raw().await;
+    agent.initialize().await;
+    for id in first..first + n {
+        let file = format!("f{id}.txt");
+        std::fs::write(d.root().join(&file), "shared").unwrap();
+        let r = agent
+            .call(id, "fs_read", serde_json::json!({"path": file}))
+            .await;
+        assert_eq!(r["result"]["content"][0]["text"], "shared", "{r}");
+    }
+}
+
+/// The call ids of engine `d`'s own audit log.
+async fn local_call_ids(d: &TestDaemon) -> Vec<i64> {
+    let log = toolgate::audit::AuditLog::open_reader(&d.db())
+        .await
+        .unwrap();
+    let mut ids: Vec<i64> = log
+        .calls_after(0, 100_000)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.call_id)
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
+/// The call ids the team's audit log has from `engine`, once it has
+/// `want` of them (shipping runs in the background), with duplicates kept.
+async fn team_call_ids(pg: &Postgres, engine: &str, want: usize) -> Vec<i64> {
+    let pool = sqlx::PgPool::connect(&pg.url()).await.unwrap();
+    let deadline = tokio::time::Instant::now() + WITHIN;
+    let ids = loop {
+        let ids: Vec<(i64,)> =
+            sqlx::query_as("SELECT call_id FROM team_calls WHERE engine_id = $1 ORDER BY call_id")
+                .bind(engine)
+                .fetch_all(&pool)
+                .await
+                .unwrap();
+        if ids.len() >= want || tokio::time::Instant::now() > deadline {
+            break ids;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    pool.close().await;
+    ids.into_iter().map(|(id,)| id).collect()
+}
+
+#[tokio::test]
+async fn every_call_reaches_the_team_log_once_across_an_outage() {
+    let pg = Postgres::start();
+    let (a, b) = two_engines(&pg).await;
+    calls(&a, 1, 15).await;
+    calls(&b, 1, 15).await;
+    pg.kill();
+    // Both keep governing while the database is down.
+    calls(&a, 100, 15).await;
+    calls(&b, 100, 15).await;
+    for d in [&a, &b] {
+        until(team(d), "degraded", |t| {
+            matches!(t.status().state, TeamState::Degraded { .. }).then_some(())
+        })
+        .await;
+    }
+    calls(&a, 200, 5).await;
+    pg.start_again();
+    calls(&b, 200, 5).await;
+    for d in [&a, &b] {
+        until(team(d), "online again", |t| {
+            (t.status().state == TeamState::Online).then_some(())
+        })
+        .await;
+    }
+    calls(&a, 300, 15).await;
+    calls(&b, 300, 15).await;
+    for d in [&a, &b] {
+        // Shipped rows are committed ones: flush the local log first.
+        let local = local_call_ids(d).await;
+        assert_eq!(local.len(), 50, "{local:?}");
+        let shipped = team_call_ids(&pg, &team(d).me().id, local.len()).await;
+        assert_eq!(shipped, local, "every call once, none lost, none twice");
+    }
+}

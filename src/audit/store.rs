@@ -329,6 +329,25 @@ impl AuditLog {
         Ok(rows)
     }
 
+    /// Committed calls with a row id above `id`, oldest first, without
+    /// the journaled ones: what a team link ships, keyed by row id, so
+    /// only ids that can never change.
+    ///
+    /// # Errors
+    /// The query failed.
+    pub async fn committed_calls_after(
+        &self,
+        id: i64,
+        limit: i64,
+    ) -> Result<Vec<CallRow>, AuditError> {
+        sqlx::query_as("SELECT * FROM calls WHERE id > ? ORDER BY id LIMIT ?")
+            .bind(id)
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| AuditError::Query(e.to_string()))
+    }
+
     /// Event rows with a row id above `id`, oldest first.
     ///
     /// # Errors

@@ -31,6 +31,7 @@ use super::identity::EngineIdentity;
 use super::request::{Outcome, TeamRequest};
 use super::store::{self, CHANNEL, EngineSeen, Note, SentDecision};
 use crate::approval::{Answer, ApprovalError, ApprovalStatus, Approvals, Decision};
+use crate::audit::AuditLog;
 use crate::events::Event;
 
 /// How often this engine says it is alive.
@@ -46,6 +47,28 @@ const DECISION_WAIT: Duration = Duration::from_secs(5);
 const KEEP_CLOSED: usize = 200;
 /// Local requests published per query while catching up.
 const RESYNC_BATCH: i64 = 500;
+/// How often new local audit rows are shipped. Nobody waits on a shipped
+/// row as on a request, so they go in batches rather than one
+/// notification each.
+const SHIP_EVERY: Duration = Duration::from_millis(500);
+/// Call rows shipped per insert.
+const SHIP_BATCH: i64 = 1000;
+
+/// What a team link is made of.
+pub struct TeamParts {
+    /// This engine.
+    pub me: EngineIdentity,
+    /// The database URL as people see it (no password).
+    pub url: String,
+    /// How to connect (with the password).
+    pub options: PgConnectOptions,
+    /// The local queue it mirrors.
+    pub approvals: Approvals,
+    /// The local audit log it ships.
+    pub audit: AuditLog,
+    /// Who may decide this engine's requests (`[team] deciders`).
+    pub deciders: Option<Vec<String>>,
+}
 
 /// Whether the link is up.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ts_rs::TS)]
@@ -100,6 +123,9 @@ struct Inner {
     url: String,
     started_ms: i64,
     approvals: Approvals,
+    audit: AuditLog,
+    /// The highest local call row id the team has (known after a resync).
+    shipped: std::sync::atomic::AtomicI64,
     pool: PgPool,
     state: Mutex<TeamState>,
     /// Other engines' requests: pending ones, and the last closed ones.
@@ -120,14 +146,16 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Team {
     /// Starts the link in the background; it connects (and reconnects) by
-    /// itself. `url` is shown to people; `options` carry the password.
-    pub fn start(
-        me: EngineIdentity,
-        url: String,
-        options: PgConnectOptions,
-        approvals: Approvals,
-        deciders: Option<Vec<String>>,
-    ) -> Self {
+    /// itself.
+    pub fn start(parts: TeamParts) -> Self {
+        let TeamParts {
+            me,
+            url,
+            options,
+            approvals,
+            audit,
+            deciders,
+        } = parts;
         let pool = PgPoolOptions::new()
             .max_connections(4)
             // A dead database must show as degraded within seconds, not
@@ -140,6 +168,8 @@ impl Team {
             url,
             started_ms: crate::audit::now_ms(),
             approvals,
+            audit,
+            shipped: std::sync::atomic::AtomicI64::new(0),
             pool,
             state: Mutex::new(TeamState::Connecting),
             remote: Mutex::new(BTreeMap::new()),
@@ -277,7 +307,10 @@ impl Team {
         if !matches!(*lock(&self.inner.state), TeamState::Online) {
             return;
         }
-        let last = publish_local(&self.inner);
+        let last = async {
+            publish_local(&self.inner).await?;
+            ship_calls(&self.inner).await
+        };
         if let Ok(Err(e)) = tokio::time::timeout(Duration::from_secs(3), last).await {
             tracing::warn!("team: could not publish the last closings: {e}");
         }
@@ -323,6 +356,7 @@ async fn serve(inner: &Arc<Inner>) -> Result<(), TeamError> {
     resync(inner).await?;
     inner.set_state(TeamState::Online);
     let mut beat = tokio::time::interval(HEARTBEAT);
+    let mut ship = tokio::time::interval(SHIP_EVERY);
     loop {
         tokio::select! {
             () = inner.stop.cancelled() => return Ok(()),
@@ -340,6 +374,7 @@ async fn serve(inner: &Arc<Inner>) -> Result<(), TeamError> {
                 store::heartbeat(&inner.pool, &inner.me.id).await?;
                 refresh_engines(inner).await?;
             }
+            _ = ship.tick() => ship_calls(inner).await?,
         }
     }
 }
@@ -393,10 +428,34 @@ async fn publish_local(inner: &Inner) -> Result<(), TeamError> {
     Ok(())
 }
 
-/// Brings both sides up to date: this engine's requests out, the other
-/// engines' in, and decisions sent here while the link was down.
+/// Ships the local audit rows the team does not have yet.
+async fn ship_calls(inner: &Inner) -> Result<(), TeamError> {
+    use std::sync::atomic::Ordering;
+    loop {
+        let after = inner.shipped.load(Ordering::SeqCst);
+        let rows = inner
+            .audit
+            .committed_calls_after(after, SHIP_BATCH)
+            .await
+            .map_err(|e| TeamError::Audit(e.to_string()))?;
+        let Some(last) = rows.last().map(|r| r.id) else {
+            return Ok(());
+        };
+        store::ship_calls(&inner.pool, &inner.me.id, &rows).await?;
+        inner.shipped.store(last, Ordering::SeqCst);
+    }
+}
+
+/// Brings both sides up to date: this engine's requests and audit rows
+/// out, the other engines' requests in, and decisions sent here while the
+/// link was down.
 async fn resync(inner: &Arc<Inner>) -> Result<(), TeamError> {
     publish_local(inner).await?;
+    let shipped = store::calls_watermark(&inner.pool, &inner.me.id).await?;
+    inner
+        .shipped
+        .store(shipped, std::sync::atomic::Ordering::SeqCst);
+    ship_calls(inner).await?;
     let others = store::others_pending(&inner.pool, &inner.me.id).await?;
     {
         let mut remote = lock(&inner.remote);

@@ -14,7 +14,7 @@ mod settings;
 mod store;
 
 pub use identity::EngineIdentity;
-pub use link::{Team, TeamState, TeamStatus};
+pub use link::{Team, TeamParts, TeamState, TeamStatus};
 pub use request::{Outcome, TeamRequest};
 pub use settings::{StorageError, StorageSettings};
 pub use store::EngineSeen;
@@ -61,6 +61,9 @@ pub enum TeamError {
     /// The team schema could not be brought up to date.
     #[error("team database schema: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The local audit log could not be read.
+    #[error("reading the local audit log: {0}")]
+    Audit(String),
     /// The local queue failed.
     #[error(transparent)]
     Local(#[from] ApprovalError),

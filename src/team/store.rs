@@ -406,3 +406,52 @@ pub(super) async fn outcome(
         .and_then(|(o,)| o)
         .and_then(|o| serde_json::from_str(&o).ok()))
 }
+
+/// The highest local call row id of this engine the team has.
+pub(super) async fn calls_watermark(pool: &PgPool, me: &str) -> Result<i64, sqlx::Error> {
+    let (w,): (Option<i64>,) =
+        sqlx::query_as("SELECT MAX(local_id) FROM team_calls WHERE engine_id = $1")
+            .bind(me)
+            .fetch_one(pool)
+            .await?;
+    Ok(w.unwrap_or(0))
+}
+
+/// Ships local call rows; rows the team has already are skipped.
+pub(super) async fn ship_calls(
+    pool: &PgPool,
+    me: &str,
+    rows: &[crate::audit::CallRow],
+) -> Result<(), sqlx::Error> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let mut q = sqlx::QueryBuilder::<Postgres>::new(
+        "INSERT INTO team_calls (engine_id, local_id, ts_ms, call_id, session, caller, tool, \
+         args, args_hash, decision, outcome, error_kind, error_message, stages, notes, \
+         output_size, output_digest, elapsed_us) ",
+    );
+    q.push_values(rows, |mut b, r| {
+        b.push_bind(me)
+            .push_bind(r.id)
+            .push_bind(r.ts_ms)
+            .push_bind(r.call_id)
+            .push_bind(&r.session)
+            .push_bind(&r.caller)
+            .push_bind(&r.tool)
+            .push_bind(&r.args)
+            .push_bind(&r.args_hash)
+            .push_bind(&r.decision)
+            .push_bind(&r.outcome)
+            .push_bind(&r.error_kind)
+            .push_bind(&r.error_message)
+            .push_bind(&r.stages)
+            .push_bind(&r.notes)
+            .push_bind(r.output_size)
+            .push_bind(&r.output_digest)
+            .push_bind(r.elapsed_us);
+    });
+    q.push(" ON CONFLICT (engine_id, local_id) DO NOTHING");
+    q.build().execute(pool).await?;
+    Ok(())
+}
