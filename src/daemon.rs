@@ -732,6 +732,7 @@ fn start_team(
         approvals: approvals.clone(),
         audit: audit.clone(),
         deciders: config.team_deciders.clone(),
+        rules: config.team_rules,
     })))
 }
 

@@ -388,3 +388,71 @@ async fn every_call_reaches_the_team_log_once_across_an_outage() {
         assert_eq!(shipped, local, "every call once, none lost, none twice");
     }
 }
+
+fn sharing(pg: &Postgres) -> String {
+    format!("{}[team]\nrules = \"team\"\n", config(pg))
+}
+
+/// `shell_exec` of `command` on `d` from a fresh agent: its reply.
+async fn shell(d: &TestDaemon, command: &str) -> serde_json::Value {
+    let mut agent = d.raw().await;
+    agent.initialize().await;
+    agent
+        .call(1, "shell_exec", serde_json::json!({"command": command}))
+        .await
+}
+
+#[tokio::test]
+async fn an_always_on_one_engine_applies_on_every_sharing_engine_until_revoked() {
+    let pg = Postgres::start();
+    let a = TestDaemon::start(&sharing(&pg)).await;
+    let b = TestDaemon::start(&sharing(&pg)).await;
+    let alone = TestDaemon::start(&config(&pg)).await;
+    until(team(&b), "three engines", |t| {
+        (t.status().engines.iter().filter(|e| e.online).count() == 3).then_some(())
+    })
+    .await;
+    // On A: one "always" for the exact call (bound to A's argument key,
+    // so it stays on A) and one for the tool (the same on every machine).
+    let approvals = a.engine.approvals().unwrap().clone();
+    let (id, call) = ask(&a, "echo exact").await;
+    approvals
+        .decide(id, Decision::approve().always("args", None))
+        .await
+        .unwrap();
+    call.await.unwrap();
+    let (id, call) = ask(&a, "echo first").await;
+    let rule = approvals
+        .decide(id, Decision::approve().always("tool", None))
+        .await
+        .unwrap()
+        .rule
+        .unwrap();
+    call.await.unwrap();
+    let shared = until(team(&b), "A's tool rule on B", |_| {
+        let rules = b.engine.approvals().unwrap().team_rules();
+        (!rules.is_empty()).then_some(rules)
+    })
+    .await;
+    assert_eq!(shared.len(), 1, "only the portable rule: {shared:?}");
+    assert_eq!(shared[0].scope_text, "tool=shell_exec");
+    assert_eq!(shared[0].origin, Some(team(&a).me().label()));
+    // B runs shell_exec without asking anyone, and says whose rule it was.
+    let r = shell(&b, "echo on-b").await;
+    assert!(r["result"]["content"][0]["text"].as_str().unwrap().contains("on-b"), "{r}");
+    let log = toolgate::audit::AuditLog::open_reader(&b.db()).await.unwrap();
+    let row = log.recent_calls(1).await.unwrap().pop().unwrap();
+    let whose = format!("always-allow rule {}", shared[0].label());
+    assert!(row.notes.contains(&whose), "{} lacks {whose}", row.notes);
+    // An engine that keeps its rules to itself applies none of the team's.
+    assert!(alone.engine.approvals().unwrap().team_rules().is_empty());
+    // Revoked on A, gone on B.
+    approvals.revoke_rule(rule.id).await.unwrap();
+    until(team(&b), "the revocation on B", |_| {
+        b.engine.approvals().unwrap().team_rules().is_empty().then_some(())
+    })
+    .await;
+    let (id, call) = ask(&b, "echo asks-again").await;
+    b.engine.approvals().unwrap().deny(id, None).await.unwrap();
+    call.await.unwrap();
+}

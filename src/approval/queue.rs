@@ -453,6 +453,7 @@ impl Approvals {
             from_request: Some(id),
             expires_ms: d.always.as_ref().and_then(|a| a.ttl).map(|t| now + ms(t)),
             revoked_ms: None,
+            origin: None,
         });
         // Claim: from here on neither the timeout nor the sweep can close it.
         let Some(live) = self.inner.claim(id, status) else {

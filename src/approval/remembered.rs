@@ -108,13 +108,41 @@ struct ActiveRule {
     uses: Arc<RuleUse>,
 }
 
-/// The unrevoked rules, compiled, as the call path reads them.
-pub(super) struct RuleSet(ArcSwap<Vec<ActiveRule>>);
+/// The unrevoked rules, compiled, as the call path reads them: this
+/// engine's own (`.0`), and the ones other engines of the team share
+/// (`team`, set by the team link; never stored here).
+pub(super) struct RuleSet(ArcSwap<Vec<ActiveRule>>, ArcSwap<Vec<ActiveRule>>);
 
 impl RuleSet {
     /// No rules; [`Self::reload`] fills it.
     pub(super) fn empty() -> Self {
-        Self(ArcSwap::from_pointee(Vec::new()))
+        Self(
+            ArcSwap::from_pointee(Vec::new()),
+            ArcSwap::from_pointee(Vec::new()),
+        )
+    }
+
+    /// Replaces the team's shared rules.
+    fn set_team(&self, rules: Vec<RememberedRule>, key: &CallKey) {
+        let active = rules
+            .into_iter()
+            .filter_map(|rule| match Scope::compile(rule.scope.clone(), key) {
+                Ok(scope) => Some(ActiveRule {
+                    uses: Arc::new(RuleUse::default()),
+                    rule,
+                    scope,
+                }),
+                Err(e) => {
+                    tracing::warn!("team rule {} is unusable here: {e}", rule.label());
+                    None
+                }
+            })
+            .collect();
+        self.1.store(Arc::new(active));
+    }
+
+    fn team_list(&self) -> Vec<RememberedRule> {
+        self.1.load().iter().map(|a| a.rule.clone()).collect()
     }
 
     /// Replaces the set with the unrevoked rules in the database. Hit
@@ -204,9 +232,9 @@ impl RuleSet {
         now: i64,
         counted: bool,
     ) -> Option<RememberedRule> {
-        let rules = self.0.load();
+        let (own, team) = (self.0.load(), self.1.load());
         let hit = |effect: RuleEffect| {
-            rules.iter().find(|a| {
+            own.iter().chain(team.iter()).find(|a| {
                 a.rule.effect == effect && a.rule.is_active(now) && a.scope.matches(tool, args, key)
             })
         };
@@ -218,7 +246,7 @@ impl RuleSet {
     }
 
     fn is_empty(&self) -> bool {
-        self.0.load().is_empty()
+        self.0.load().is_empty() && self.1.load().is_empty()
     }
 }
 
@@ -235,6 +263,18 @@ impl Approvals {
     /// The store.
     pub async fn write_rule_use(&self) -> Result<(), ApprovalError> {
         self.inner.rules.write_use(&self.inner.pool).await
+    }
+
+    /// Sets the rules other engines of the team share (the team link's
+    /// job): they apply here like this engine's own, deny before allow,
+    /// and are never stored or changed here.
+    pub fn set_team_rules(&self, rules: Vec<RememberedRule>) {
+        self.inner.rules.set_team(rules, self.call_key());
+    }
+
+    /// The rules other engines of the team share, as applied here.
+    pub fn team_rules(&self) -> Vec<RememberedRule> {
+        self.inner.rules.team_list()
     }
 
     /// Remembered rules that are not revoked, expired ones included
@@ -310,6 +350,7 @@ impl Approvals {
             from_request: None,
             expires_ms: new.ttl.map(|t| now + ms(t)),
             revoked_ms: None,
+            origin: None,
         };
         let mut conn = self.inner.pool.acquire().await?;
         let rule = store::insert_rule(&mut conn, rule).await?;

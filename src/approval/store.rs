@@ -288,9 +288,31 @@ pub struct RememberedRule {
     pub expires_ms: Option<i64>,
     /// When it was revoked.
     pub revoked_ms: Option<i64>,
+    /// `None`: this engine's own rule. Otherwise the engine of the team
+    /// that made it (`user on host`): shared through the team database,
+    /// applied here, changed only there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub origin: Option<String>,
 }
 
 impl RememberedRule {
+    /// How notes and reasons name it: `#3`, or `#3 of alice on box` for a
+    /// rule another engine of the team made.
+    pub fn label(&self) -> String {
+        match &self.origin {
+            None => format!("#{}", self.id),
+            Some(o) => format!("#{} of {o}", self.id),
+        }
+    }
+
+    /// Whether it means the same on every engine: no exact-arguments hash
+    /// (keyed per data dir) and no single caller (a process of one
+    /// machine). Only such rules are shared with the team.
+    pub fn is_portable(&self) -> bool {
+        self.scope.args_hash.is_none() && self.scope.caller.is_none()
+    }
+
     /// Whether it applies at `now_ms`.
     pub fn is_active(&self, now_ms: i64) -> bool {
         self.revoked_ms.is_none() && self.expires_ms.is_none_or(|e| now_ms < e)
@@ -346,6 +368,7 @@ impl RuleRow {
             from_request: self.from_request,
             expires_ms: self.expires_ms,
             revoked_ms: self.revoked_ms,
+            origin: None,
         })
     }
 }

@@ -109,6 +109,8 @@ pub struct Config {
     /// `[team] deciders`: who of the team may decide this engine's
     /// requests; `None`: anyone.
     pub team_deciders: Option<Vec<String>>,
+    /// `[team] rules`: whether remembered rules are shared with the team.
+    pub team_rules: crate::team::RuleSharing,
 }
 
 impl Default for Config {
@@ -136,6 +138,7 @@ impl Default for Config {
             trusted_plugins: Vec::new(),
             storage: None,
             team_deciders: None,
+            team_rules: crate::team::RuleSharing::Engine,
         })
     }
 }
@@ -248,6 +251,7 @@ impl Config {
             trusted_plugins: raw.plugins.trusted.clone(),
             storage,
             team_deciders: raw.team.deciders.clone(),
+            team_rules: raw.team.rules.unwrap_or_default(),
         })
     }
 }

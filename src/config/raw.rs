@@ -69,6 +69,10 @@ pub struct RawTeam {
     /// engine's requests; unset: anyone of the team. A CI engine lists its
     /// approvers here.
     pub deciders: Option<Vec<String>>,
+    /// `engine` (default): remembered rules stay here. `team`: this
+    /// engine's rules that mean the same everywhere are shared, and the
+    /// team's apply here.
+    pub rules: Option<crate::team::RuleSharing>,
 }
 
 /// `[storage]`: a Postgres the engines of a team share. Unset: this engine

@@ -126,8 +126,8 @@ impl Policy {
         match rule.effect {
             RuleEffect::Deny => {
                 let why = format!(
-                    "always-deny rule #{} ({}){}",
-                    rule.id,
+                    "always-deny rule {} ({}){}",
+                    rule.label(),
                     rule.scope_text,
                     rule.reason
                         .as_deref()
@@ -141,8 +141,10 @@ impl Policy {
                 call.note(
                     StageName::Policy,
                     format!(
-                        "allow: always-allow rule #{} ({}) covers this call, which would ask: {}",
-                        rule.id, rule.scope_text, a.reason
+                        "allow: always-allow rule {} ({}) covers this call, which would ask: {}",
+                        rule.label(),
+                        rule.scope_text,
+                        a.reason
                     ),
                 );
                 Some(Ok(()))

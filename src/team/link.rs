@@ -68,6 +68,8 @@ pub struct TeamParts {
     pub audit: AuditLog,
     /// Who may decide this engine's requests (`[team] deciders`).
     pub deciders: Option<Vec<String>>,
+    /// Whether remembered rules are shared (`[team] rules`).
+    pub rules: super::RuleSharing,
 }
 
 /// Whether the link is up.
@@ -120,6 +122,8 @@ struct Inner {
     me: EngineIdentity,
     /// Who may decide this engine's requests (`[team] deciders`).
     deciders: Option<Vec<String>>,
+    /// `[team] rules = "team"`.
+    share_rules: bool,
     url: String,
     started_ms: i64,
     approvals: Approvals,
@@ -155,6 +159,7 @@ impl Team {
             approvals,
             audit,
             deciders,
+            rules,
         } = parts;
         let pool = PgPoolOptions::new()
             .max_connections(4)
@@ -165,6 +170,7 @@ impl Team {
         let inner = Arc::new(Inner {
             me,
             deciders,
+            share_rules: rules == super::RuleSharing::Team,
             url,
             started_ms: crate::audit::now_ms(),
             approvals,
@@ -468,8 +474,36 @@ async fn resync(inner: &Arc<Inner>) -> Result<(), TeamError> {
     for id in store::waiting_for(&inner.pool, &inner.me.id).await? {
         take(inner, id).await?;
     }
+    if inner.share_rules {
+        share_rules(inner).await?;
+        import_rules(inner).await?;
+    }
     refresh_engines(inner).await?;
     inner.bump();
+    Ok(())
+}
+
+/// Shares this engine's portable rules as they now are, revocations made
+/// while the link was down included.
+async fn share_rules(inner: &Inner) -> Result<(), TeamError> {
+    let me = &inner.me.id;
+    for r in inner.approvals.rules().iter().filter(|r| r.is_portable()) {
+        store::publish_rule(&inner.pool, me, r).await?;
+    }
+    for id in store::shared_rule_ids(&inner.pool, me).await? {
+        if let Some(r) = inner.approvals.rule(id).await?
+            && r.revoked_ms.is_some()
+        {
+            store::publish_rule(&inner.pool, me, &r).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Applies the rules the other engines share, replacing the last set.
+async fn import_rules(inner: &Inner) -> Result<(), TeamError> {
+    let rules = store::others_rules(&inner.pool, &inner.me.id).await?;
+    inner.approvals.set_team_rules(rules);
     Ok(())
 }
 
@@ -490,10 +524,18 @@ async fn refresh_engines(inner: &Inner) -> Result<(), TeamError> {
     Ok(())
 }
 
-/// A local approval event: publish the request as it now is.
+/// A local approval event: publish the request (or the rule) as it now is.
 async fn on_event(inner: &Inner, event: &Event) -> Result<(), TeamError> {
     let id = match event {
         Event::ApprovalRequested { id, .. } | Event::ApprovalDecided { id, .. } => *id,
+        Event::ApprovalRuleChanged { rule_id, .. } if inner.share_rules => {
+            if let Some(r) = inner.approvals.rule(*rule_id).await?
+                && r.is_portable()
+            {
+                store::publish_rule(&inner.pool, &inner.me.id, &r).await?;
+            }
+            return Ok(());
+        }
         _ => return Ok(()),
     };
     match inner.approvals.get(id).await {
@@ -521,6 +563,10 @@ async fn on_note(inner: &Arc<Inner>, payload: &str) -> Result<(), TeamError> {
             }
         }
         Note::Decision { e, id } if e == *me => take(inner, id).await?,
+        Note::Rule { e, .. } if e != *me && inner.share_rules => {
+            import_rules(inner).await?;
+            inner.bump();
+        }
         Note::Outcome { to, id, .. } if to == *me => {
             if let Some(tx) = lock(&inner.waiting).remove(&id) {
                 let _ = tx.send(());

@@ -16,7 +16,7 @@ mod store;
 pub use identity::EngineIdentity;
 pub use link::{Team, TeamParts, TeamState, TeamStatus};
 pub use request::{Outcome, TeamRequest};
-pub use settings::{StorageError, StorageSettings};
+pub use settings::{RuleSharing, StorageError, StorageSettings};
 pub use store::EngineSeen;
 
 use crate::approval::ApprovalError;

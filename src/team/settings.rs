@@ -11,6 +11,20 @@ use sqlx::postgres::PgConnectOptions;
 
 use crate::secrets::{SecretError, SecretStore, resolve_value, secret_ref};
 
+/// Whether an engine's remembered rules are its own or the team's
+/// (`[team] rules`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleSharing {
+    /// Rules stay on the engine that made them.
+    #[default]
+    Engine,
+    /// The engine shares its rules whose scope means the same everywhere
+    /// (no exact-arguments hash, no single caller), and applies the ones
+    /// the other sharing engines share.
+    Team,
+}
+
 /// A validated `[storage]` table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StorageSettings {

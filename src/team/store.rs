@@ -33,6 +33,13 @@ pub(super) enum Note {
         /// The decision's id.
         id: i64,
     },
+    /// Rule `id` of engine `e` was shared, changed or revoked.
+    Rule {
+        /// The engine that made it.
+        e: String,
+        /// Its local id.
+        id: i64,
+    },
     /// Engine `e` answered decision `id`, sent from engine `to`.
     Outcome {
         /// The engine that answered.
@@ -454,4 +461,115 @@ pub(super) async fn ship_calls(
     q.push(" ON CONFLICT (engine_id, local_id) DO NOTHING");
     q.build().execute(pool).await?;
     Ok(())
+}
+
+/// Shares one of this engine's rules as it now is (revoked included).
+pub(super) async fn publish_rule(
+    pool: &PgPool,
+    me: &str,
+    r: &crate::approval::RememberedRule,
+) -> Result<(), sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    sqlx::query(
+        "INSERT INTO team_rules (engine_id, local_id, effect, scope, scope_text, reason, \
+         created_ms, created_by, expires_ms, revoked_ms) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+         ON CONFLICT (engine_id, local_id) DO UPDATE SET effect = $3, scope = $4, \
+         scope_text = $5, reason = $6, expires_ms = $9, revoked_ms = $10",
+    )
+    .bind(me)
+    .bind(r.id)
+    .bind(r.effect.as_str())
+    .bind(serde_json::to_string(&r.scope).unwrap_or_default())
+    .bind(&r.scope_text)
+    .bind(&r.reason)
+    .bind(r.created_ms)
+    .bind(&r.created_by)
+    .bind(r.expires_ms)
+    .bind(r.revoked_ms)
+    .execute(&mut *tx)
+    .await?;
+    notify(
+        &mut tx,
+        &Note::Rule {
+            e: me.to_owned(),
+            id: r.id,
+        },
+    )
+    .await?;
+    tx.commit().await
+}
+
+/// Local ids of this engine's shared rules the team holds unrevoked.
+pub(super) async fn shared_rule_ids(pool: &PgPool, me: &str) -> Result<Vec<i64>, sqlx::Error> {
+    let rows: Vec<(i64,)> = sqlx::query_as(
+        "SELECT local_id FROM team_rules WHERE engine_id = $1 AND revoked_ms IS NULL",
+    )
+    .bind(me)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(|(id,)| id).collect())
+}
+
+/// The unrevoked rules the other engines share, each naming its engine.
+pub(super) async fn others_rules(
+    pool: &PgPool,
+    me: &str,
+) -> Result<Vec<crate::approval::RememberedRule>, sqlx::Error> {
+    type Row = (
+        i64,
+        String,
+        String,
+        String,
+        Option<String>,
+        i64,
+        Option<String>,
+        Option<i64>,
+        String,
+        String,
+    );
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT r.local_id, r.effect, r.scope, r.scope_text, r.reason, r.created_ms, \
+         r.created_by, r.expires_ms, e.os_user, e.host \
+         FROM team_rules r JOIN engines e ON e.id = r.engine_id \
+         WHERE r.engine_id <> $1 AND r.revoked_ms IS NULL ORDER BY r.created_ms",
+    )
+    .bind(me)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(
+            |(
+                id,
+                effect,
+                scope,
+                scope_text,
+                reason,
+                created_ms,
+                created_by,
+                expires_ms,
+                user,
+                host,
+            )| {
+                Some(crate::approval::RememberedRule {
+                    id,
+                    effect: match effect.as_str() {
+                        "allow" => crate::approval::RuleEffect::Allow,
+                        "deny" => crate::approval::RuleEffect::Deny,
+                        _ => return None,
+                    },
+                    scope: serde_json::from_str(&scope).ok()?,
+                    scope_text,
+                    reason,
+                    created_ms,
+                    created_by,
+                    from_request: None,
+                    expires_ms,
+                    revoked_ms: None,
+                    origin: Some(format!("{user} on {host}")),
+                })
+            },
+        )
+        .collect())
 }

@@ -45,4 +45,10 @@ expires_ms: number | null,
 /**
  * When it was revoked.
  */
-revoked_ms: number | null, };
+revoked_ms: number | null, 
+/**
+ * `None`: this engine's own rule. Otherwise the engine of the team
+ * that made it (`user on host`): shared through the team database,
+ * applied here, changed only there.
+ */
+origin?: string, };
