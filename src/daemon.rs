@@ -343,7 +343,7 @@ impl Daemon {
         }
         let events = EventBus::new();
         let approvals = Approvals::open(&audit, events.clone(), ApprovalOptions::default()).await?;
-        let team = start_team(&config, &opts.data_dir, &approvals, &audit)?;
+        let team_parts = team_parts(&config, &opts.data_dir, &approvals, &audit)?;
         let servers = config.servers.clone();
         let config_path = config.path.clone();
         let roots = config.builtin.roots.clone();
@@ -356,6 +356,13 @@ impl Daemon {
         let events = follow_events(&engine, &audit);
         let pins = PinStore::open(audit.pool().clone()).await?;
         let upstreams = Upstreams::new(engine.clone(), pins, UpstreamOptions::default());
+        // Before the servers start: the link hears of every pin approval.
+        let team = team_parts.map(|parts| {
+            crate::team::Team::start(crate::team::TeamParts {
+                upstreams: Some(upstreams.clone()),
+                ..parts
+            })
+        });
         upstreams.apply_configured(servers, open_keychain).await;
         let socket = AgentSocket::bind(&opts.socket)?.with_bridges(opts.bridges.clone());
         let control = AgentSocket::bind(&opts.control_socket())?.refusing_governed();
@@ -710,13 +717,13 @@ impl Daemon {
     }
 }
 
-/// Starts the team link when `[storage] url` is set.
-fn start_team(
+/// What the team link is made of, when `[storage] url` is set.
+fn team_parts(
     config: &Config,
     data_dir: &std::path::Path,
     approvals: &Approvals,
     audit: &AuditLog,
-) -> Result<Option<crate::team::Team>, DaemonError> {
+) -> Result<Option<crate::team::TeamParts>, DaemonError> {
     let Some(storage) = &config.storage else {
         return Ok(None);
     };
@@ -725,15 +732,17 @@ fn start_team(
         path: data_dir.to_owned(),
         source,
     })?;
-    Ok(Some(crate::team::Team::start(crate::team::TeamParts {
+    Ok(Some(crate::team::TeamParts {
         me,
         url: storage.url().to_owned(),
         options,
         approvals: approvals.clone(),
         audit: audit.clone(),
+        upstreams: None,
         deciders: config.team_deciders.clone(),
         rules: config.team_rules,
-    })))
+        pins: config.team_pins,
+    }))
 }
 
 /// Opens the data dir's audit log as its writer, before any socket is

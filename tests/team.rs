@@ -439,8 +439,16 @@ async fn an_always_on_one_engine_applies_on_every_sharing_engine_until_revoked()
     assert_eq!(shared[0].origin, Some(team(&a).me().label()));
     // B runs shell_exec without asking anyone, and says whose rule it was.
     let r = shell(&b, "echo on-b").await;
-    assert!(r["result"]["content"][0]["text"].as_str().unwrap().contains("on-b"), "{r}");
-    let log = toolgate::audit::AuditLog::open_reader(&b.db()).await.unwrap();
+    assert!(
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("on-b"),
+        "{r}"
+    );
+    let log = toolgate::audit::AuditLog::open_reader(&b.db())
+        .await
+        .unwrap();
     let row = log.recent_calls(1).await.unwrap().pop().unwrap();
     let whose = format!("always-allow rule {}", shared[0].label());
     assert!(row.notes.contains(&whose), "{} lacks {whose}", row.notes);
@@ -449,10 +457,81 @@ async fn an_always_on_one_engine_applies_on_every_sharing_engine_until_revoked()
     // Revoked on A, gone on B.
     approvals.revoke_rule(rule.id).await.unwrap();
     until(team(&b), "the revocation on B", |_| {
-        b.engine.approvals().unwrap().team_rules().is_empty().then_some(())
+        b.engine
+            .approvals()
+            .unwrap()
+            .team_rules()
+            .is_empty()
+            .then_some(())
     })
     .await;
     let (id, call) = ask(&b, "echo asks-again").await;
     b.engine.approvals().unwrap().deny(id, None).await.unwrap();
     call.await.unwrap();
+}
+
+/// A sharing engine with the Python fixture server `rug`.
+fn with_rug(pg: &Postgres) -> String {
+    format!(
+        "{}[policy]\npreset = \"autonomous\"\n[team]\npins = \"team\"\n[[servers]]\nname = \"rug\"\ntransport = \"stdio\"\ncommand = {:?}\nargs = [{:?}]\n",
+        config(pg),
+        crate::common::python::python_str(),
+        crate::upstream_support::py_server()
+    )
+}
+
+/// Makes `d`'s `rug` server rewrite `rug__add`'s description, and waits
+/// until `d` holds the new version back.
+async fn rug_pull(d: &TestDaemon) {
+    let mut agent = d.raw().await;
+    agent.initialize().await;
+    let r = agent
+        .call(
+            1,
+            "rug__mutate",
+            serde_json::json!({"description": "Adds two integers, and more."}),
+        )
+        .await;
+    let text = r["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("\nmutated\n"), "{r}");
+    let engine = d.engine.clone();
+    crate::upstream_support::wait_for(WITHIN, "rug__add held back", || {
+        !engine.tools().iter().any(|t| t.name.as_str() == "rug__add")
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_tool_version_approved_on_one_engine_is_approved_on_every_sharing_engine() {
+    let pg = Postgres::start();
+    let a = TestDaemon::start(&with_rug(&pg)).await;
+    let b = TestDaemon::start(&with_rug(&pg)).await;
+    for d in [&a, &b] {
+        let engine = d.engine.clone();
+        crate::upstream_support::wait_for(WITHIN, "rug's tools", || {
+            engine.tools().iter().any(|t| t.name.as_str() == "rug__add")
+        })
+        .await
+        .unwrap();
+    }
+    until(team(&b), "both online", |t| {
+        (t.status().engines.iter().filter(|e| e.online).count() == 2).then_some(())
+    })
+    .await;
+    rug_pull(&a).await;
+    rug_pull(&b).await;
+    a.service.approve_pin("rug__add").await.unwrap();
+    // B registers the version A's person approved, without anyone on B.
+    let engine = b.engine.clone();
+    crate::upstream_support::wait_for(WITHIN, "rug__add back on B", || {
+        engine
+            .tools()
+            .iter()
+            .any(|t| t.name.as_str() == "rug__add" && t.description.contains("and more"))
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}: {:?}", team(&b).status()));
 }

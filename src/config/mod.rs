@@ -110,7 +110,9 @@ pub struct Config {
     /// requests; `None`: anyone.
     pub team_deciders: Option<Vec<String>>,
     /// `[team] rules`: whether remembered rules are shared with the team.
-    pub team_rules: crate::team::RuleSharing,
+    pub team_rules: crate::team::Sharing,
+    /// `[team] pins`: whether approved upstream tool versions are shared.
+    pub team_pins: crate::team::Sharing,
 }
 
 impl Default for Config {
@@ -138,7 +140,8 @@ impl Default for Config {
             trusted_plugins: Vec::new(),
             storage: None,
             team_deciders: None,
-            team_rules: crate::team::RuleSharing::Engine,
+            team_rules: crate::team::Sharing::Engine,
+            team_pins: crate::team::Sharing::Engine,
         })
     }
 }
@@ -252,6 +255,7 @@ impl Config {
             storage,
             team_deciders: raw.team.deciders.clone(),
             team_rules: raw.team.rules.unwrap_or_default(),
+            team_pins: raw.team.pins.unwrap_or_default(),
         })
     }
 }

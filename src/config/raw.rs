@@ -72,7 +72,11 @@ pub struct RawTeam {
     /// `engine` (default): remembered rules stay here. `team`: this
     /// engine's rules that mean the same everywhere are shared, and the
     /// team's apply here.
-    pub rules: Option<crate::team::RuleSharing>,
+    pub rules: Option<crate::team::Sharing>,
+    /// `engine` (default): an upstream tool's changed version is approved
+    /// on each engine. `team`: a version approved on one sharing engine is
+    /// approved on every sharing engine that holds it back.
+    pub pins: Option<crate::team::Sharing>,
 }
 
 /// `[storage]`: a Postgres the engines of a team share. Unset: this engine

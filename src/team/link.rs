@@ -68,8 +68,12 @@ pub struct TeamParts {
     pub audit: AuditLog,
     /// Who may decide this engine's requests (`[team] deciders`).
     pub deciders: Option<Vec<String>>,
+    /// The upstream servers, whose approved tool versions it shares.
+    pub upstreams: Option<crate::upstream::Upstreams>,
     /// Whether remembered rules are shared (`[team] rules`).
-    pub rules: super::RuleSharing,
+    pub rules: super::Sharing,
+    /// Whether approved upstream tool versions are shared (`[team] pins`).
+    pub pins: super::Sharing,
 }
 
 /// Whether the link is up.
@@ -124,6 +128,8 @@ struct Inner {
     deciders: Option<Vec<String>>,
     /// `[team] rules = "team"`.
     share_rules: bool,
+    /// The upstreams, with `[team] pins = "team"`.
+    pins: Option<crate::upstream::Upstreams>,
     url: String,
     started_ms: i64,
     approvals: Approvals,
@@ -160,6 +166,8 @@ impl Team {
             audit,
             deciders,
             rules,
+            upstreams,
+            pins,
         } = parts;
         let pool = PgPoolOptions::new()
             .max_connections(4)
@@ -170,7 +178,8 @@ impl Team {
         let inner = Arc::new(Inner {
             me,
             deciders,
-            share_rules: rules == super::RuleSharing::Team,
+            share_rules: rules == super::Sharing::Team,
+            pins: upstreams.filter(|_| pins == super::Sharing::Team),
             url,
             started_ms: crate::audit::now_ms(),
             approvals,
@@ -359,6 +368,10 @@ async fn serve(inner: &Arc<Inner>) -> Result<(), TeamError> {
     let _stop_listening = AbortOnDrop(listening);
     // Subscribed before the resync, so nothing falls between the two.
     let mut events = inner.approvals.subscribe();
+    let mut approved_pins = inner
+        .pins
+        .as_ref()
+        .map(crate::upstream::Upstreams::approved_pins);
     resync(inner).await?;
     inner.set_state(TeamState::Online);
     let mut beat = tokio::time::interval(HEARTBEAT);
@@ -381,8 +394,72 @@ async fn serve(inner: &Arc<Inner>) -> Result<(), TeamError> {
                 refresh_engines(inner).await?;
             }
             _ = ship.tick() => ship_calls(inner).await?,
+            rec = next_pin(&mut approved_pins) => match rec {
+                Ok(rec) => share_pin(inner, &rec).await?,
+                Err(broadcast::error::RecvError::Lagged(_)) => sync_pins(inner).await?,
+                Err(broadcast::error::RecvError::Closed) => approved_pins = None,
+            },
         }
     }
+}
+
+/// The next approved pin, or never when pins are not shared.
+async fn next_pin(
+    feed: &mut Option<broadcast::Receiver<crate::upstream::PinRecord>>,
+) -> Result<crate::upstream::PinRecord, broadcast::error::RecvError> {
+    match feed {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Shares the approved version of one pin.
+async fn share_pin(inner: &Inner, rec: &crate::upstream::PinRecord) -> Result<(), TeamError> {
+    if let Some(v) = &rec.approved {
+        store::publish_pin(&inner.pool, &inner.me.id, &rec.name, &v.hash).await?;
+    }
+    Ok(())
+}
+
+/// Approves the version of `name` this engine holds back if a sharing
+/// engine approved that very version.
+async fn adopt_pin(inner: &Inner, name: &str) -> Result<(), TeamError> {
+    let Some(up) = &inner.pins else {
+        return Ok(());
+    };
+    let Ok(rec) = up.pins().get(name).await else {
+        return Ok(()); // a tool this engine does not have
+    };
+    let Some(pending) = &rec.pending else {
+        return Ok(());
+    };
+    if store::pin_approved(&inner.pool, name, &pending.hash).await? {
+        match up.approve(name).await {
+            Ok(_) => tracing::info!("{name}: approved by the team; registered again"),
+            Err(e) => tracing::warn!("{name}: the team approved it, but: {e}"),
+        }
+    }
+    Ok(())
+}
+
+/// Shares every version approved here and adopts every one held back here
+/// that the team approved.
+async fn sync_pins(inner: &Inner) -> Result<(), TeamError> {
+    let Some(up) = &inner.pins else {
+        return Ok(());
+    };
+    let all = up
+        .pins()
+        .list()
+        .await
+        .map_err(|e| TeamError::Pins(e.to_string()))?;
+    for rec in &all {
+        share_pin(inner, rec).await?;
+    }
+    for rec in all.iter().filter(|r| r.pending.is_some()) {
+        adopt_pin(inner, &rec.name).await?;
+    }
+    Ok(())
 }
 
 struct AbortOnDrop(tokio::task::JoinHandle<()>);
@@ -478,6 +555,7 @@ async fn resync(inner: &Arc<Inner>) -> Result<(), TeamError> {
         share_rules(inner).await?;
         import_rules(inner).await?;
     }
+    sync_pins(inner).await?;
     refresh_engines(inner).await?;
     inner.bump();
     Ok(())
@@ -528,6 +606,7 @@ async fn refresh_engines(inner: &Inner) -> Result<(), TeamError> {
 async fn on_event(inner: &Inner, event: &Event) -> Result<(), TeamError> {
     let id = match event {
         Event::ApprovalRequested { id, .. } | Event::ApprovalDecided { id, .. } => *id,
+        Event::ToolQuarantined { tool, .. } => return adopt_pin(inner, tool).await,
         Event::ApprovalRuleChanged { rule_id, .. } if inner.share_rules => {
             if let Some(r) = inner.approvals.rule(*rule_id).await?
                 && r.is_portable()
@@ -563,6 +642,7 @@ async fn on_note(inner: &Arc<Inner>, payload: &str) -> Result<(), TeamError> {
             }
         }
         Note::Decision { e, id } if e == *me => take(inner, id).await?,
+        Note::Pin { e, name } if e != *me => adopt_pin(inner, &name).await?,
         Note::Rule { e, .. } if e != *me && inner.share_rules => {
             import_rules(inner).await?;
             inner.bump();

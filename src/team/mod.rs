@@ -16,7 +16,7 @@ mod store;
 pub use identity::EngineIdentity;
 pub use link::{Team, TeamParts, TeamState, TeamStatus};
 pub use request::{Outcome, TeamRequest};
-pub use settings::{RuleSharing, StorageError, StorageSettings};
+pub use settings::{Sharing, StorageError, StorageSettings};
 pub use store::EngineSeen;
 
 use crate::approval::ApprovalError;
@@ -64,6 +64,9 @@ pub enum TeamError {
     /// The local audit log could not be read.
     #[error("reading the local audit log: {0}")]
     Audit(String),
+    /// The local pin store could not be read.
+    #[error("reading the local tool pins: {0}")]
+    Pins(String),
     /// The local queue failed.
     #[error(transparent)]
     Local(#[from] ApprovalError),

@@ -11,17 +11,17 @@ use sqlx::postgres::PgConnectOptions;
 
 use crate::secrets::{SecretError, SecretStore, resolve_value, secret_ref};
 
-/// Whether an engine's remembered rules are its own or the team's
-/// (`[team] rules`).
+/// Whether an engine's remembered rules (`[team] rules`) or upstream tool
+/// pins (`[team] pins`) are its own or the team's.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum RuleSharing {
-    /// Rules stay on the engine that made them.
+pub enum Sharing {
+    /// They stay on the engine.
     #[default]
     Engine,
-    /// The engine shares its rules whose scope means the same everywhere
-    /// (no exact-arguments hash, no single caller), and applies the ones
-    /// the other sharing engines share.
+    /// The engine shares them with the other sharing engines and applies
+    /// theirs (for rules, only those whose scope means the same
+    /// everywhere: no exact-arguments hash, no single caller).
     Team,
 }
 

@@ -40,6 +40,13 @@ pub(super) enum Note {
         /// Its local id.
         id: i64,
     },
+    /// Engine `e` approved a version of upstream tool `name`.
+    Pin {
+        /// The engine.
+        e: String,
+        /// The tool's registry name.
+        name: String,
+    },
     /// Engine `e` answered decision `id`, sent from engine `to`.
     Outcome {
         /// The engine that answered.
@@ -572,4 +579,51 @@ pub(super) async fn others_rules(
             },
         )
         .collect())
+}
+
+/// Shares an approved version of upstream tool `name`.
+pub(super) async fn publish_pin(
+    pool: &PgPool,
+    me: &str,
+    name: &str,
+    hash: &str,
+) -> Result<(), sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    let n = sqlx::query(
+        "INSERT INTO team_pins (name, hash, engine_id, approved_ms) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (name, hash) DO NOTHING",
+    )
+    .bind(name)
+    .bind(hash)
+    .bind(me)
+    .bind(crate::audit::now_ms())
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    if n == 1 {
+        notify(
+            &mut tx,
+            &Note::Pin {
+                e: me.to_owned(),
+                name: name.to_owned(),
+            },
+        )
+        .await?;
+    }
+    tx.commit().await
+}
+
+/// Whether a sharing engine approved this version of `name`.
+pub(super) async fn pin_approved(
+    pool: &PgPool,
+    name: &str,
+    hash: &str,
+) -> Result<bool, sqlx::Error> {
+    let row: Option<(i64,)> =
+        sqlx::query_as("SELECT 1::BIGINT FROM team_pins WHERE name = $1 AND hash = $2")
+            .bind(name)
+            .bind(hash)
+            .fetch_optional(pool)
+            .await?;
+    Ok(row.is_some())
 }

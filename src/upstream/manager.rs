@@ -73,6 +73,8 @@ struct Inner {
     board: StatusBoard,
     running: Mutex<HashMap<Arc<str>, Running>>,
     logs: RwLock<HashMap<Arc<str>, StderrLog>>,
+    /// Every version a person approves, for a team link to share.
+    approved: tokio::sync::broadcast::Sender<PinRecord>,
 }
 
 /// The upstream MCP servers. Cloning shares them.
@@ -94,6 +96,7 @@ impl Upstreams {
                 board,
                 running: Mutex::new(HashMap::new()),
                 logs: RwLock::new(HashMap::new()),
+                approved: tokio::sync::broadcast::Sender::new(64),
             }),
         }
     }
@@ -287,6 +290,11 @@ impl Upstreams {
         self.inner.board.get(&name)
     }
 
+    /// Each pin a person approves from now on (a team link shares them).
+    pub fn approved_pins(&self) -> tokio::sync::broadcast::Receiver<PinRecord> {
+        self.inner.approved.subscribe()
+    }
+
     /// The pin store (for `toolgate pins` and the UI).
     pub fn pins(&self) -> &PinStore {
         &self.inner.pins
@@ -299,6 +307,8 @@ impl Upstreams {
     /// See [`PinStore::approve`].
     pub async fn approve(&self, name: &str) -> Result<PinRecord, PinError> {
         let rec = self.inner.pins.approve(name).await?;
+        // Nobody listening (no team link) is not an error.
+        let _ = self.inner.approved.send(rec.clone());
         // It is no longer held back, whether or not the server re-lists it.
         self.inner
             .engine

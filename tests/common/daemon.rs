@@ -35,6 +35,8 @@ pub(crate) struct TestDaemon {
     pub(crate) console: ConsoleAuth,
     /// The team link, with `[storage] url`.
     pub(crate) team: Option<toolgate::team::Team>,
+    /// The control service (what the CLI and the console call).
+    pub(crate) service: toolgate::control::Control,
 }
 
 impl TestDaemon {
@@ -168,6 +170,7 @@ impl TestDaemon {
         let checks = daemon.config_checks();
         let console = daemon.console_auth().expect("http on").clone();
         let team = daemon.team().cloned();
+        let service = daemon.control().clone();
         let http = daemon
             .http()
             .map(|(u, t)| (u, t.to_owned()))
@@ -185,6 +188,7 @@ impl TestDaemon {
             checks,
             console,
             team,
+            service,
         }
     }
 
