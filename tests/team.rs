@@ -387,6 +387,30 @@ async fn every_call_reaches_the_team_log_once_across_an_outage() {
         let shipped = team_call_ids(&pg, &team(d).me().id, local.len()).await;
         assert_eq!(shipped, local, "every call once, none lost, none twice");
     }
+    // One log to search: from B, A's calls by engine, newest first.
+    let a_id = team(&a).me().id.clone();
+    let page = team(&b)
+        .calls(&toolgate::team::TeamCallsQuery {
+            engine: Some(a_id.clone()),
+            limit: Some(20),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(page.len(), 20);
+    assert!(
+        page.iter()
+            .all(|c| c.engine.id == a_id && c.tool == "fs_read")
+    );
+    assert!(page.windows(2).all(|w| w[0].ts_ms >= w[1].ts_ms));
+    let all = team(&b)
+        .calls(&toolgate::team::TeamCallsQuery {
+            limit: Some(500),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(all.len(), 100);
 }
 
 fn sharing(pg: &Postgres) -> String {
@@ -534,4 +558,33 @@ async fn a_tool_version_approved_on_one_engine_is_approved_on_every_sharing_engi
     })
     .await
     .unwrap_or_else(|e| panic!("{e}: {:?}", team(&b).status()));
+}
+
+#[tokio::test]
+async fn an_engine_that_shuts_down_cancels_its_requests_for_the_team() {
+    let pg = Postgres::start();
+    let (a, b) = two_engines(&pg).await;
+    let (id, call) = ask(&a, "echo never-decided").await;
+    seen_from(&b, &a, id, "the request on B", |r| {
+        r.status == ApprovalStatus::Pending
+    })
+    .await;
+    let a_id = team(&a).me().id.clone();
+    // The agent still waits when A shuts down under it.
+    let _dir = a.stop().await;
+    let r = call.await.unwrap();
+    assert_eq!(r.is_error, Some(true));
+    let engine = a_id.clone();
+    let gone = until(team(&b), "the shutdown's cancellation on B", |t| {
+        t.requests()
+            .into_iter()
+            .find(|r| r.engine.id == engine && r.id == id && r.status != ApprovalStatus::Pending)
+    })
+    .await;
+    assert_eq!(gone.status, ApprovalStatus::Cancelled);
+    assert!(
+        gone.ended.as_ref().unwrap().cause.contains("shut down"),
+        "{:?}",
+        gone.ended
+    );
 }

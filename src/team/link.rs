@@ -222,6 +222,18 @@ impl Team {
         v
     }
 
+    /// The team's audit log, newest first: every engine's calls, as
+    /// shipped (within about half a second of each call).
+    ///
+    /// # Errors
+    /// The database is unreachable or failed.
+    pub async fn calls(
+        &self,
+        q: &super::TeamCallsQuery,
+    ) -> Result<Vec<super::TeamCall>, TeamError> {
+        Ok(store::calls(&self.inner.pool, q).await?)
+    }
+
     /// A counter bumped on every change [`Self::status`] or
     /// [`Self::requests`] would show.
     pub fn changes(&self) -> watch::Receiver<u64> {

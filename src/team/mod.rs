@@ -17,7 +17,7 @@ pub use identity::EngineIdentity;
 pub use link::{Team, TeamParts, TeamState, TeamStatus};
 pub use request::{Outcome, TeamRequest};
 pub use settings::{Sharing, StorageError, StorageSettings};
-pub use store::EngineSeen;
+pub use store::{EngineSeen, TeamCall, TeamCallsQuery};
 
 use crate::approval::ApprovalError;
 

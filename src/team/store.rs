@@ -627,3 +627,106 @@ pub(super) async fn pin_approved(
             .await?;
     Ok(row.is_some())
 }
+
+/// One call row of the team's audit log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ts_rs::TS)]
+pub struct TeamCall {
+    /// The engine that governed it.
+    pub engine: EngineIdentity,
+    /// Its row id on that engine.
+    #[ts(type = "number")]
+    pub local_id: i64,
+    /// Arrival, Unix ms (that engine's clock).
+    #[ts(type = "number")]
+    pub ts_ms: i64,
+    /// The tool.
+    pub tool: String,
+    /// Who called, as JSON (the engine's caller record).
+    pub caller: String,
+    /// `allowed` or `refused`.
+    pub decision: String,
+    /// `ok`, `tool_error`, `error` or `cancelled`.
+    pub outcome: String,
+    /// The error's class, if it failed.
+    pub error_kind: Option<String>,
+    /// Time in the pipeline, µs.
+    #[ts(type = "number")]
+    pub elapsed_us: i64,
+}
+
+/// What to read of the team's audit log: newest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize, ts_rs::TS)]
+#[serde(default)]
+pub struct TeamCallsQuery {
+    /// Only this engine's calls.
+    pub engine: Option<String>,
+    /// Only this tool.
+    pub tool: Option<String>,
+    /// Only calls that arrived before this (Unix ms): the next page.
+    #[ts(type = "number | null")]
+    pub before_ms: Option<i64>,
+    /// At most this many (1-500; default 100).
+    pub limit: Option<i64>,
+}
+
+/// Calls of the team's audit log, newest first.
+pub(super) async fn calls(pool: &PgPool, q: &TeamCallsQuery) -> Result<Vec<TeamCall>, sqlx::Error> {
+    type Row = (
+        String,
+        String,
+        String,
+        i64,
+        i64,
+        String,
+        String,
+        String,
+        String,
+        Option<String>,
+        i64,
+    );
+    let limit = q.limit.unwrap_or(100).clamp(1, 500);
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT c.engine_id, e.host, e.os_user, c.local_id, c.ts_ms, c.tool, c.caller, \
+         c.decision, c.outcome, c.error_kind, c.elapsed_us \
+         FROM team_calls c JOIN engines e ON e.id = c.engine_id \
+         WHERE ($1::TEXT IS NULL OR c.engine_id = $1) AND ($2::TEXT IS NULL OR c.tool = $2) \
+         AND ($3::BIGINT IS NULL OR c.ts_ms < $3) \
+         ORDER BY c.ts_ms DESC, c.engine_id, c.local_id DESC LIMIT $4",
+    )
+    .bind(&q.engine)
+    .bind(&q.tool)
+    .bind(q.before_ms)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(
+            |(
+                id,
+                host,
+                user,
+                local_id,
+                ts_ms,
+                tool,
+                caller,
+                decision,
+                outcome,
+                error_kind,
+                elapsed_us,
+            )| {
+                TeamCall {
+                    engine: EngineIdentity { id, host, user },
+                    local_id,
+                    ts_ms,
+                    tool,
+                    caller,
+                    decision,
+                    outcome,
+                    error_kind,
+                    elapsed_us,
+                }
+            },
+        )
+        .collect())
+}
