@@ -179,3 +179,41 @@ fn a_loop_guard_level_of_zero_is_off_not_an_error() {
     .unwrap_err();
     assert!(e.to_string().contains("0 turns a level off"), "{e}");
 }
+
+#[test]
+fn a_team_database_is_checked_where_it_is_configured() {
+    let ok = parse(
+        "[storage]\nurl = \"postgres://toolgate@db/team?sslmode=verify-full\"\n\
+         password = \"keyring:team-db\"\n[team]\ndeciders = [\"alice\"]\nrules = \"team\"\n",
+    )
+    .unwrap();
+    assert_eq!(
+        ok.storage.as_ref().map(crate::team::StorageSettings::url),
+        Some("postgres://toolgate@db/team?sslmode=verify-full")
+    );
+    assert_eq!(ok.team_deciders, Some(vec!["alice".to_owned()]));
+    assert_eq!(ok.team_rules, crate::team::Sharing::Team);
+    assert_eq!(ok.team_pins, crate::team::Sharing::Engine);
+    for (text, says) in [
+        (
+            "[storage]\nurl = \"postgres://t:hunter2@db/team\"\n",
+            "storage.url: the URL carries a password",
+        ),
+        (
+            "[storage]\npassword = \"keyring:x\"\n",
+            "storage.password: set only with storage.url",
+        ),
+        (
+            "[storage]\nurl = \"postgres://t@db/team\"\n[team]\ndeciders = []\n",
+            "team.deciders: an empty list",
+        ),
+    ] {
+        let e = parse(text).unwrap_err().to_string();
+        assert!(e.contains(says), "{e}");
+        assert!(!e.contains("hunter2"), "{e}");
+    }
+    let e = parse("[team]\nrules = \"everyone\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("rules") && e.contains("line"), "{e}");
+}
