@@ -588,3 +588,40 @@ async fn an_engine_that_shuts_down_cancels_its_requests_for_the_team() {
         gone.ended
     );
 }
+
+#[tokio::test]
+async fn the_team_database_can_be_reached_over_verified_tls_only_with_its_ca() {
+    let pg = Postgres::start_tls();
+    let tls_url = |ca: &std::path::Path| {
+        format!(
+            "[storage]\nurl = \"postgres://postgres@localhost:{}/postgres?sslmode=verify-full&sslrootcert={}\"\n",
+            pg.port(),
+            ca.display()
+        )
+    };
+    let good = TestDaemon::start(&tls_url(&pg.ca())).await;
+    until(team(&good), "online over TLS", |t| {
+        (t.status().state == TeamState::Online).then_some(())
+    })
+    .await;
+    // The server saw this engine's connections encrypted.
+    let pool = sqlx::PgPool::connect(&pg.url()).await.unwrap();
+    let (tls,): (i64,) = sqlx::query_as(
+        "SELECT count(*) FROM pg_stat_ssl s JOIN pg_stat_activity a ON a.pid = s.pid \
+         WHERE a.application_name = 'toolgate' AND s.ssl",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert!(tls >= 1, "toolgate's connections use TLS");
+    pool.close().await;
+    // Another CA's certificate is refused: the engine governs alone.
+    let other = Postgres::start_tls();
+    let bad = TestDaemon::start(&tls_url(&other.ca())).await;
+    let why = until(team(&bad), "refused", |t| match t.status().state {
+        TeamState::Degraded { error, .. } => Some(error),
+        _ => None,
+    })
+    .await;
+    assert!(why.to_lowercase().contains("certificate"), "{why}");
+}

@@ -21,11 +21,64 @@ pub(crate) struct Postgres {
     port: u16,
     /// `postgres`'s uid and gid when the tests run as root.
     run_as: Option<(u32, u32)>,
+    /// Server options beyond the port and socket dir (TLS).
+    extra: String,
 }
 
 impl Postgres {
     /// Makes and starts a fresh cluster.
     pub(crate) fn start() -> Self {
+        let pg = Self::made();
+        pg.start_again();
+        pg
+    }
+
+    /// Makes and starts a fresh cluster that also speaks TLS, with a
+    /// certificate for `localhost` and `127.0.0.1` from a CA of its own
+    /// ([`Self::ca`]), made with the `openssl` command.
+    pub(crate) fn start_tls() -> Self {
+        let mut pg = Self::made();
+        let tls = pg.dir.path().join("tls");
+        std::fs::create_dir(&tls).unwrap();
+        let sh = r#"set -e
+openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj "/CN=toolgate test CA" 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj "/CN=localhost" 2>/dev/null
+printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' > ext
+openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 -extfile ext 2>/dev/null
+chmod 600 server.key
+"#;
+        let out = Command::new("sh")
+            .args(["-c", sh])
+            .current_dir(&tls)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run openssl through sh: {e}"));
+        assert!(
+            out.status.success(),
+            "openssl: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if let Some((uid, gid)) = pg.run_as {
+            for f in ["server.key", "server.pem"] {
+                std::os::unix::fs::chown(tls.join(f), Some(uid), Some(gid)).unwrap();
+            }
+            std::os::unix::fs::chown(&tls, Some(uid), Some(gid)).unwrap();
+        }
+        pg.extra = format!(
+            " -c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",
+            tls.join("server.pem").display(),
+            tls.join("server.key").display()
+        );
+        pg.start_again();
+        pg
+    }
+
+    /// The CA that signed a TLS cluster's certificate (PEM).
+    pub(crate) fn ca(&self) -> PathBuf {
+        self.dir.path().join("tls/ca.pem")
+    }
+
+    /// A cluster made by `initdb`, not started.
+    fn made() -> Self {
         let bin = bin_dir();
         let dir = tempfile::Builder::new()
             .prefix("toolgate-pg-")
@@ -40,6 +93,7 @@ impl Postgres {
             bin,
             port: free_port(),
             run_as,
+            extra: String::new(),
         };
         pg.run(
             "initdb",
@@ -52,16 +106,16 @@ impl Postgres {
                 "--no-sync".as_ref(),
             ],
         );
-        pg.start_again();
         pg
     }
 
     /// Starts the cluster after [`Self::kill`], on the same port.
     pub(crate) fn start_again(&self) {
         let opts = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off{}",
             self.port,
-            self.dir.path().display()
+            self.dir.path().display(),
+            self.extra
         );
         let log = self.dir.path().join("log");
         self.run(
