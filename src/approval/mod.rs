@@ -39,6 +39,7 @@ pub use ended::{Ended, ended};
 pub use queue::{Always, Answer, ApprovalOptions, Approvals, Ask, Decided, Decision, Resolution};
 pub use remembered::{NewRule, RuleEdit, RuleInUse};
 pub use scope::{ArgClause, CallerInfo, CallerKey, Scope, ScopeDef, ScopeError, ScopeSpec};
+pub(crate) use store::stored_risk;
 pub use store::{ApprovalRequest, RememberedRule, RuleEffect};
 pub use suggest::{
     ArgOffer, DEFAULT_TTL_S, ScopeOffer, also_allows, duration_words, is_literal,

@@ -104,8 +104,7 @@ impl RequestRow {
             args,
             args_hash: self.args_hash,
             policy_version: self.policy_version,
-            // An unreadable value reads as the most cautious one.
-            risk: serde_json::from_value(Value::String(self.risk)).unwrap_or(Risk::Critical),
+            risk: stored_risk(self.risk),
             rule: self.rule,
             reason: self.reason,
             caller: serde_json::from_str(&self.caller).unwrap_or_default(),
@@ -120,6 +119,11 @@ impl RequestRow {
             waiting: false,
         }
     }
+}
+
+/// A risk as stored; an unreadable value reads as the most cautious one.
+pub(crate) fn stored_risk(text: String) -> Risk {
+    serde_json::from_value(Value::String(text)).unwrap_or(Risk::Critical)
 }
 
 /// Inserts a pending request; returns its id.

@@ -131,8 +131,7 @@ impl Row {
             tool: self.tool,
             args: serde_json::from_str(&self.args).unwrap_or(Value::Null),
             preview: self.preview,
-            // An unreadable value reads as the most cautious one.
-            risk: serde_json::from_value(Value::String(self.risk)).unwrap_or(Risk::Critical),
+            risk: crate::approval::stored_risk(self.risk),
             rule: self.rule,
             reason: self.reason,
             caller: serde_json::from_str(&self.caller).unwrap_or_default(),

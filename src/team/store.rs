@@ -212,25 +212,32 @@ async fn close(
     Ok(n == 1)
 }
 
+/// The ids one `SELECT <id> ... WHERE engine_id = $1 ...` finds.
+async fn ids_of(pool: &PgPool, sql: &'static str, me: &str) -> Result<Vec<i64>, sqlx::Error> {
+    let rows: Vec<(i64,)> = sqlx::query_as(sql).bind(me).fetch_all(pool).await?;
+    Ok(rows.into_iter().map(|(id,)| id).collect())
+}
+
 /// The highest local id of this engine the team has.
 pub(super) async fn watermark(pool: &PgPool, me: &str) -> Result<i64, sqlx::Error> {
-    let (w,): (Option<i64>,) =
-        sqlx::query_as("SELECT MAX(local_id) FROM team_requests WHERE engine_id = $1")
-            .bind(me)
-            .fetch_one(pool)
-            .await?;
+    max_of(
+        pool,
+        "SELECT MAX(local_id) FROM team_requests WHERE engine_id = $1",
+        me,
+    )
+    .await
+}
+
+/// The one `MAX(...)` a `... WHERE engine_id = $1` finds; 0 for none.
+async fn max_of(pool: &PgPool, sql: &'static str, me: &str) -> Result<i64, sqlx::Error> {
+    let (w,): (Option<i64>,) = sqlx::query_as(sql).bind(me).fetch_one(pool).await?;
     Ok(w.unwrap_or(0))
 }
 
 /// Local ids of this engine's requests the team still sees pending.
 pub(super) async fn pending_ids(pool: &PgPool, me: &str) -> Result<Vec<i64>, sqlx::Error> {
-    let rows: Vec<(i64,)> = sqlx::query_as(
-        "SELECT local_id FROM team_requests WHERE engine_id = $1 AND status = 'pending'",
-    )
-    .bind(me)
-    .fetch_all(pool)
-    .await?;
-    Ok(rows.into_iter().map(|(id,)| id).collect())
+    let sql = "SELECT local_id FROM team_requests WHERE engine_id = $1 AND status = 'pending'";
+    ids_of(pool, sql, me).await
 }
 
 /// A query for team requests with their engines, ending in `$tail`.
@@ -361,13 +368,8 @@ pub(super) async fn engine_user(pool: &PgPool, id: &str) -> Result<Option<String
 /// Decisions sent to `me` that nobody took yet (sent while it was
 /// offline, or before it listened).
 pub(super) async fn waiting_for(pool: &PgPool, me: &str) -> Result<Vec<i64>, sqlx::Error> {
-    let rows: Vec<(i64,)> = sqlx::query_as(
-        "SELECT id FROM team_decisions WHERE engine_id = $1 AND state = 'sent' ORDER BY id",
-    )
-    .bind(me)
-    .fetch_all(pool)
-    .await?;
-    Ok(rows.into_iter().map(|(id,)| id).collect())
+    let sql = "SELECT id FROM team_decisions WHERE engine_id = $1 AND state = 'sent' ORDER BY id";
+    ids_of(pool, sql, me).await
 }
 
 /// Records what became of a taken decision and tells its sender.
@@ -423,12 +425,12 @@ pub(super) async fn outcome(
 
 /// The highest local call row id of this engine the team has.
 pub(super) async fn calls_watermark(pool: &PgPool, me: &str) -> Result<i64, sqlx::Error> {
-    let (w,): (Option<i64>,) =
-        sqlx::query_as("SELECT MAX(local_id) FROM team_calls WHERE engine_id = $1")
-            .bind(me)
-            .fetch_one(pool)
-            .await?;
-    Ok(w.unwrap_or(0))
+    max_of(
+        pool,
+        "SELECT MAX(local_id) FROM team_calls WHERE engine_id = $1",
+        me,
+    )
+    .await
 }
 
 /// Ships local call rows; rows the team has already are skipped.
@@ -509,13 +511,8 @@ pub(super) async fn publish_rule(
 
 /// Local ids of this engine's shared rules the team holds unrevoked.
 pub(super) async fn shared_rule_ids(pool: &PgPool, me: &str) -> Result<Vec<i64>, sqlx::Error> {
-    let rows: Vec<(i64,)> = sqlx::query_as(
-        "SELECT local_id FROM team_rules WHERE engine_id = $1 AND revoked_ms IS NULL",
-    )
-    .bind(me)
-    .fetch_all(pool)
-    .await?;
-    Ok(rows.into_iter().map(|(id,)| id).collect())
+    let sql = "SELECT local_id FROM team_rules WHERE engine_id = $1 AND revoked_ms IS NULL";
+    ids_of(pool, sql, me).await
 }
 
 /// The unrevoked rules the other engines share, each naming its engine.
