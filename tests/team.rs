@@ -625,3 +625,29 @@ async fn the_team_database_can_be_reached_over_verified_tls_only_with_its_ca() {
     .await;
     assert!(why.to_lowercase().contains("certificate"), "{why}");
 }
+
+#[tokio::test]
+async fn a_request_that_times_out_times_out_for_the_whole_team() {
+    let pg = Postgres::start();
+    let quick = format!("{}[policy]\napproval_timeout_s = 1\n", config(&pg));
+    let a = TestDaemon::start(&quick).await;
+    let b = TestDaemon::start(&config(&pg)).await;
+    until(team(&b), "both online", |t| {
+        (t.status().engines.iter().filter(|e| e.online).count() == 2).then_some(())
+    })
+    .await;
+    let (id, call) = ask(&a, "echo too-late").await;
+    let r = call.await.unwrap();
+    assert_eq!(r.is_error, Some(true), "{}", text_of(&r));
+    let ended = seen_from(&b, &a, id, "the timeout on B", |r| {
+        r.status != ApprovalStatus::Pending
+    })
+    .await;
+    assert_eq!(ended.status, ApprovalStatus::TimedOut);
+    let late = team(&b)
+        .decide(&team(&a).me().id, id, Decision::approve())
+        .await
+        .unwrap();
+    assert!(!late.took_effect);
+    assert_eq!(late.status, ApprovalStatus::TimedOut);
+}
