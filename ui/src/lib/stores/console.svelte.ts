@@ -59,9 +59,9 @@ export class ConsoleStore implements StreamSink {
   readonly policy = new PolicyStore();
   readonly team = new TeamStore();
 
-  /** The header's four counters, each from the domain that owns it. */
+  /** The header's four counters, each from the domain that owns it; `pending` counts the team's requests the person may decide too. */
   counters = $derived({
-    pending: this.approvals.pending.length,
+    pending: this.approvals.pending.length + this.team.decidable,
     open_breakers: this.breakers.open,
     quarantined: this.registry.quarantined.length,
     servers_down: this.servers.down,

@@ -19,11 +19,10 @@ export class TeamStore {
   view = $state<TeamView | null>(null);
   /** Waiting requests of other engines, oldest first (the engine's order). */
   pending = $derived<TeamRequest[]>(this.view?.requests.filter((r) => r.status === 'pending') ?? []);
+  /** Waiting requests the person here may decide (no `cannot_decide`). */
+  decidable = $derived(this.pending.filter((r) => !r.cannot_decide).length);
   /** The last closed ones. */
   recent = $derived<TeamRequest[]>(this.view?.requests.filter((r) => r.status !== 'pending') ?? []);
-  /** Decided from this window (so the landed note and the detail can say "by you"). */
-  private readonly mine = new Set<string>();
-
   reset(snap: Snapshot): void {
     this.view = snap.team;
   }
@@ -35,13 +34,5 @@ export class TeamStore {
   /** An engine as the engine names it (`user on host`), falling back to its id. */
   label(engine: EngineIdentity): string {
     return this.view?.labels[engine.id] ?? engine.id;
-  }
-
-  markMine(key: string): void {
-    this.mine.add(key);
-  }
-
-  isMine(key: string): boolean {
-    return this.mine.has(key);
   }
 }
