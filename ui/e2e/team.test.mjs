@@ -122,6 +122,18 @@ describe('team', { skip: skip(), timeout: 240_000 }, () => {
     assert.equal(where.replace(/\s+/g, ' '), `Raised on ${aLabel}`);
     await detail.getByRole('region', { name: `Arguments of request ${id} on ${aLabel}` }).getByText('approved-from-b').first().waitFor();
     await pageB.screenshot({ path: `${SHOTS}/team-inbox-light.png` });
+    const dark = await consolePage(browser, b, { colorScheme: 'dark' });
+    await gotoView(dark.page, '#/approvals', 'Approvals');
+    await dark.page.locator(`li.item[data-team="${key}"][aria-selected="true"]`).waitFor();
+    await dark.page.getByRole('region', { name: 'Request detail' }).getByText('approved-from-b').first().waitFor();
+    await dark.page.screenshot({ path: `${SHOTS}/team-inbox-dark.png` });
+    assert.deepEqual(dark.errors, []);
+    await dark.context.close();
+    // Narrow: the list above the detail, each card one line, its engine still named.
+    await pageB.setViewportSize({ width: 760, height: 900 });
+    await row.getByTestId('team-engine').waitFor({ state: 'visible' });
+    await pageB.screenshot({ path: `${SHOTS}/team-inbox-light-760.png` });
+    await pageB.setViewportSize({ width: 1440, height: 900 });
 
     // The click: sent to A, which decides it; A's agent gets the result.
     const approve = detail.getByRole('group', { name: 'Decide' }).getByRole('button', { name: /^Approve once/ });
