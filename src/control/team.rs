@@ -49,7 +49,9 @@ fn summary(state: &TeamState) -> String {
             "Online: requests are shared with the team, and whoever decides first decides.".into()
         }
         TeamState::Degraded { error, .. } => {
-            let mut words = TeamError::Offline(error.clone()).to_string();
+            // The link's error already names the database; said once is enough.
+            let error = error.strip_prefix("team database: ").unwrap_or(error);
+            let mut words = TeamError::Offline(error.to_owned()).to_string();
             words[..1].make_ascii_uppercase();
             words.push('.');
             words

@@ -41,10 +41,13 @@ describe('team', { skip: skip(), timeout: 240_000 }, () => {
   /** @type {string[]} */ let errorsA;
   /** @type {string[]} */ let errorsB;
   /** @type {Agent} */ let agent;
+  /** @type {Toolgate | undefined} */ let c;
+  /** @type {Agent | undefined} */ let agentC;
+  /** @type {string} */ let config;
 
   before(async () => {
     pg = await Postgres.start();
-    const config = `[policy]\npreset = "default"\napproval_timeout_s = 120\n\n[storage]\nurl = "${pg.url()}"\n`;
+    config = `[policy]\npreset = "default"\napproval_timeout_s = 120\n\n[storage]\nurl = "${pg.url()}"\n`;
     a = await Toolgate.start({ config });
     b = await Toolgate.start({ config });
     browser = await launch();
@@ -57,6 +60,8 @@ describe('team', { skip: skip(), timeout: 240_000 }, () => {
 
   after(async () => {
     agent?.close();
+    agentC?.close();
+    await c?.stop();
     await browser?.close();
     await a?.stop();
     await b?.stop();
@@ -181,5 +186,66 @@ describe('team', { skip: skip(), timeout: 240_000 }, () => {
 
     assert.deepEqual(errorsA, []);
     assert.deepEqual(errorsB, []);
+  });
+
+  test("a request the person may not decide says why and cannot be decided; its agent leaving cancels it in B's console", async () => {
+    // A CI engine whose requests only release-lead decides; B runs as another user.
+    c = await Toolgate.start({ config: `${config}\n[team]\ndeciders = ["release-lead"]\n` });
+    agentC = await Agent.connect(c.socket, { name: 'ci-agent' });
+    const cId = readFileSync(`${c.dataDir}/engine-id`, 'utf8').trim();
+    await gotoView(pageB, '#/approvals', 'Approvals');
+    const chip = pageB.getByTestId('team-link');
+    await waitFor('B seeing both other engines online', async () => (await chip.innerText()).includes('2 other engines online'));
+    const pending = agentC.start('shell_exec', { command: 'echo from-ci' });
+    const id = await waitFor("C's approval request", async () => {
+      /** @type {{ id: number, args: { command?: string } }[]} */
+      const list = await /** @type {Toolgate} */ (c).cliJson(['approvals']);
+      return list.find((r) => r.args?.command === 'echo from-ci')?.id;
+    });
+    const key = `${cId}/${id}`;
+    const row = pageB.locator(`li.item[data-team="${key}"]`);
+    await row.waitFor();
+    /** @type {{ requests: { engine: { id: string }, id: number, cannot_decide: string | null }[] }} */
+    const team = await getJson(pageB, '/api/team');
+    const why = team.requests.find((r) => r.engine.id === cId && r.id === id)?.cannot_decide;
+    assert.ok(why?.startsWith('Only release-lead may decide requests from'), String(why));
+    await row.getByRole('button').first().click();
+    const detail = pageB.getByRole('region', { name: 'Request detail' });
+    assert.equal((await detail.getByTestId('cannot-decide').innerText()).trim(), why);
+    const decide = detail.getByRole('group', { name: 'Decide' });
+    for (const name of [/^Approve once/, /^Deny/]) {
+      const button = decide.getByRole('button', { name });
+      assert.equal(await button.isDisabled(), true);
+      assert.equal(await button.getAttribute('title'), why);
+    }
+    await pageB.screenshot({ path: `${SHOTS}/team-cannot-decide-light.png` });
+
+    // C's agent leaves: its request is cancelled on C, and B's console shows it so.
+    agentC.destroy();
+    void pending.result.catch(() => {});
+    const recent = pageB.getByRole('listbox', { name: 'Recently closed requests of other engines' });
+    await recent.locator(`li.item[data-team="${key}"]`).getByText('Cancelled', { exact: true }).waitFor();
+    await detail.getByTestId('team-ended').waitFor();
+    assert.deepEqual(errorsB, []);
+  });
+
+  test('the database lost: both consoles say the team is degraded in the engine’s words, and online again when it is back', async () => {
+    await pg.kill();
+    for (const page of [pageA, pageB]) {
+      const chip = page.getByTestId('team-link');
+      await waitFor('the team link degraded', async () => (await chip.getAttribute('data-state')) === 'degraded');
+      assert.match(await chip.innerText(), /Team degraded/);
+      const words = (await chip.getAttribute('title')) ?? '';
+      assert.match(words, /^The team database is unreachable \(.+\); this engine decides only its own requests until it is back\.$/);
+      // Said on the page too, not only on hover.
+      assert.equal(await page.getByTestId('team-down').innerText(), words);
+    }
+    await pageB.screenshot({ path: `${SHOTS}/team-degraded-light.png` });
+    await pg.startAgain();
+    for (const page of [pageA, pageB]) {
+      const chip = page.getByTestId('team-link');
+      await waitFor('the team link online again', async () => (await chip.getAttribute('data-state')) === 'online', { timeout: 30_000 });
+    }
+    assert.deepEqual(errorsA, []);
   });
 });

@@ -85,8 +85,7 @@ export class Postgres {
     pg.port = await freePort();
     try {
       await pg.#run('initdb', ['-D', pg.#data(), '-U', 'postgres', '--auth=trust', '--no-sync']);
-      const opts = `-p ${pg.port} -k ${pg.dir} -c listen_addresses=127.0.0.1 -c fsync=off`;
-      await pg.#run('pg_ctl', ['-D', pg.#data(), '-o', opts, '-l', join(pg.dir, 'log'), '-w', 'start']);
+      await pg.startAgain();
     } catch (e) {
       rmSync(pg.dir, { recursive: true, force: true });
       throw e;
@@ -97,6 +96,17 @@ export class Postgres {
   /** The URL of database `postgres` as the superuser (trust auth, no password). */
   url() {
     return `postgres://postgres@127.0.0.1:${this.port}/postgres`;
+  }
+
+  /** Starts the cluster (again, after {@link Postgres.kill}) on the same port. */
+  async startAgain() {
+    const opts = `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off`;
+    await this.#run('pg_ctl', ['-D', this.#data(), '-o', opts, '-l', join(this.dir, 'log'), '-w', 'start']);
+  }
+
+  /** Stops the server at once, as a crash would (`-m immediate`: clients cut off). */
+  async kill() {
+    await this.#run('pg_ctl', ['-D', this.#data(), '-m', 'immediate', '-w', 'stop']);
   }
 
   /** Stops the server at once and removes its dir. */

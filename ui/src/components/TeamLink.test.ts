@@ -22,9 +22,15 @@ describe('TeamLink', () => {
     render(TeamLink, { props: { view: degraded(), compact: true } });
     const chip = screen.getByTestId('team-link');
     expect(chip).toHaveTextContent('Team degraded');
-    expect(chip).toHaveTextContent('1 of 2 other engines online');
+    // Who is online is not known while the database is away.
+    expect(chip).not.toHaveTextContent('online');
     expect(chip).toHaveAttribute('title', degraded().summary);
     expect(chip.querySelector('svg')).not.toBeNull();
+  });
+
+  it('counts the other engines online while the link is up', () => {
+    render(TeamLink, { props: { view: teamView(), compact: true } });
+    expect(screen.getByTestId('team-link')).toHaveTextContent('Team online · 2 other engines online');
   });
 
   it('lists every engine with whether it is online, this one marked', () => {
