@@ -395,7 +395,7 @@ impl Daemon {
             }
             None => None,
         };
-        let control_service = Control::builder(
+        let mut control_builder = Control::builder(
             engine.clone(),
             ControlInfo::now(
                 opts.mode,
@@ -405,9 +405,11 @@ impl Daemon {
                     .map(|(e, _, _)| format!("http://{}/mcp", e.addr())),
             ),
         )
-        .upstreams(upstreams.clone())
-        .start()
-        .await?;
+        .upstreams(upstreams.clone());
+        if let Some(team) = &team {
+            control_builder = control_builder.team(team.clone());
+        }
+        let control_service = control_builder.start().await?;
         let connect_places = EnginePlaces {
             engine: engine.clone(),
             config_file: config_path.clone(),

@@ -36,11 +36,20 @@ pub enum Slice {
     Servers,
     /// Circuit breakers: which tools have one, and their state.
     Breakers,
+    /// The team link (`[storage] url`): its state, the team's engines and
+    /// the other engines' requests.
+    Team,
 }
 
 impl Slice {
     /// Every slice.
-    pub const ALL: [Slice; 4] = [Self::Tools, Self::Policy, Self::Servers, Self::Breakers];
+    pub const ALL: [Slice; 5] = [
+        Self::Tools,
+        Self::Policy,
+        Self::Servers,
+        Self::Breakers,
+        Self::Team,
+    ];
 
     /// The snake_case name (as in URLs).
     pub fn as_str(self) -> &'static str {
@@ -49,6 +58,7 @@ impl Slice {
             Self::Policy => "policy",
             Self::Servers => "servers",
             Self::Breakers => "breakers",
+            Self::Team => "team",
         }
     }
 
@@ -63,13 +73,14 @@ impl Slice {
             Self::Policy => 1,
             Self::Servers => 2,
             Self::Breakers => 3,
+            Self::Team => 4,
         }
     }
 }
 
 /// One revision counter per slice, starting at 0.
 #[derive(Debug, Default)]
-pub struct Revisions([AtomicU64; 4]);
+pub struct Revisions([AtomicU64; 5]);
 
 impl Revisions {
     /// The revision of `slice` now.

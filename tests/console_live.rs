@@ -27,7 +27,7 @@ async fn get(d: &TestDaemon, path: &str) -> reqwest::Response {
         .unwrap()
 }
 
-async fn get_json(d: &TestDaemon, path: &str) -> Value {
+pub(crate) async fn get_json(d: &TestDaemon, path: &str) -> Value {
     let r = get(d, path).await;
     assert_eq!(r.status(), StatusCode::OK, "GET {path}");
     r.json().await.unwrap()
@@ -35,21 +35,21 @@ async fn get_json(d: &TestDaemon, path: &str) -> Value {
 
 /// One server-sent event: `id`, `event` and `data` lines.
 #[derive(Debug, Default, Clone)]
-struct Frame {
-    id: Option<u64>,
-    event: String,
-    data: String,
+pub(crate) struct Frame {
+    pub(crate) id: Option<u64>,
+    pub(crate) event: String,
+    pub(crate) data: String,
 }
 
 /// Reads server-sent events as they arrive (the stream never ends by
 /// itself while the engine runs).
-struct Sse {
+pub(crate) struct Sse {
     body: futures::stream::BoxStream<'static, reqwest::Result<Vec<u8>>>,
     buf: String,
 }
 
 impl Sse {
-    async fn open(d: &TestDaemon, query: &str, last_id: Option<u64>) -> Self {
+    pub(crate) async fn open(d: &TestDaemon, query: &str, last_id: Option<u64>) -> Self {
         let mut req = client()
             .get(format!("{}/api/events{query}", d.origin()))
             .bearer_auth(d.console.bearer());
@@ -66,7 +66,7 @@ impl Sse {
 
     /// The next frame (keep-alive comments skipped); `None` when the
     /// stream ended.
-    async fn next(&mut self) -> Option<Frame> {
+    pub(crate) async fn next(&mut self) -> Option<Frame> {
         loop {
             if let Some(end) = self.buf.find("\n\n") {
                 let raw: String = self.buf.drain(..end + 2).collect();
@@ -93,7 +93,7 @@ impl Sse {
     }
 
     /// Frames until one whose event has `type` `kind`.
-    async fn until(&mut self, kind: &str) -> (Frame, Value) {
+    pub(crate) async fn until(&mut self, kind: &str) -> (Frame, Value) {
         loop {
             let f = self.next().await.expect("the stream goes on");
             let v: Value = serde_json::from_str(&f.data).unwrap();

@@ -36,6 +36,7 @@ mod socket;
 mod ssrf;
 mod structured;
 mod team;
+mod team_console;
 mod upstream_redirect;
 mod upstream_remote;
 mod upstream_stdio;

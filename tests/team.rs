@@ -18,7 +18,7 @@ fn config(pg: &Postgres) -> String {
     format!("[storage]\nurl = \"{}\"\n", pg.url())
 }
 
-fn team(d: &TestDaemon) -> &Team {
+pub(crate) fn team(d: &TestDaemon) -> &Team {
     d.team.as_ref().expect("[storage] url starts the team link")
 }
 
@@ -38,7 +38,7 @@ async fn until<T>(team: &Team, what: &str, mut cond: impl FnMut(&Team) -> Option
 }
 
 /// Two engines on one database, each online and seeing the other.
-async fn two_engines(pg: &Postgres) -> (TestDaemon, TestDaemon) {
+pub(crate) async fn two_engines(pg: &Postgres) -> (TestDaemon, TestDaemon) {
     let a = TestDaemon::start(&config(pg)).await;
     let b = TestDaemon::start(&config(pg)).await;
     for d in [&a, &b] {
@@ -53,7 +53,7 @@ async fn two_engines(pg: &Postgres) -> (TestDaemon, TestDaemon) {
 }
 
 /// `b`'s view of request `id` of engine `a`, once `ok` holds for it.
-async fn seen_from(
+pub(crate) async fn seen_from(
     b: &TestDaemon,
     a: &TestDaemon,
     id: i64,

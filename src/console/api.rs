@@ -205,6 +205,33 @@ pub trait ConsoleApi: Clone + Send + Sync + 'static {
         unwired::<()>("the scope preview")
     }
 
+    /// `GET /api/team`: the team link's state and the other engines'
+    /// requests.
+    fn team(&self) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
+        unwired::<()>("the team's queue")
+    }
+
+    /// `POST /api/team/{engine}/{id}/approve`: sent to the engine that
+    /// raised it, which decides it.
+    fn team_approve(
+        &self,
+        engine: String,
+        id: i64,
+        body: DecisionBody,
+    ) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
+        unwired::<()>("deciding the team's requests")
+    }
+
+    /// `POST /api/team/{engine}/{id}/deny`.
+    fn team_deny(
+        &self,
+        engine: String,
+        id: i64,
+        body: DecisionBody,
+    ) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
+        unwired::<()>("deciding the team's requests")
+    }
+
     /// `GET /api/rules`.
     fn rules(&self) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
         unwired::<()>("remembered rules")

@@ -142,6 +142,41 @@ impl ConsoleApi for Control {
         Ok(Control::preview_scope(self, id, &body.scope, body.ttl_s).await?)
     }
 
+    async fn team(&self) -> ApiResult<impl Serialize + Send> {
+        Ok(Control::team_now(self)?)
+    }
+
+    async fn team_approve(
+        &self,
+        engine: String,
+        id: i64,
+        body: DecisionBody,
+    ) -> ApiResult<impl Serialize + Send> {
+        if body.reason.is_some() {
+            return Err(ApiError::invalid(
+                "reason",
+                "a reason goes with a denial, not an approval",
+            ));
+        }
+        let input = ApproveInput {
+            always: body.always,
+        };
+        Ok(Control::team_approve(self, &engine, id, input).await?)
+    }
+
+    async fn team_deny(
+        &self,
+        engine: String,
+        id: i64,
+        body: DecisionBody,
+    ) -> ApiResult<impl Serialize + Send> {
+        let input = DenyInput {
+            always: body.always,
+            reason: body.reason,
+        };
+        Ok(Control::team_deny(self, &engine, id, input).await?)
+    }
+
     async fn rules(&self) -> ApiResult<impl Serialize + Send> {
         Ok(Control::rules(self)?)
     }

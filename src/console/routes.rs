@@ -58,6 +58,9 @@ pub(super) fn router<A: ConsoleApi>(console: Console<A>) -> Router {
         .route("/approvals/{id}/approve", post(approve::<A>))
         .route("/approvals/{id}/deny", post(deny::<A>))
         .route("/approvals/{id}/scope", post(scope::<A>))
+        .route("/team", get(team::<A>))
+        .route("/team/{engine}/{id}/approve", post(team_approve::<A>))
+        .route("/team/{engine}/{id}/deny", post(team_deny::<A>))
         .route("/rules", get(rules::<A>))
         .route("/rules/{id}", delete(revoke_rule::<A>))
         .route("/breakers/{tool}/reset", post(reset_breaker::<A>))
@@ -349,6 +352,45 @@ async fn scope<A: ConsoleApi>(State(s): S<A>, Path(raw): Path<String>, bytes: By
     let parsed = id(&raw, "approval request").and_then(|id| Ok((id, body::<ScopeBody>(&bytes)?)));
     match parsed {
         Ok((id, b)) => json(s.api.preview_scope(id, b).await),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn team<A: ConsoleApi>(State(s): S<A>) -> Response {
+    json(s.api.team().await)
+}
+
+/// A team request's engine and id, and the decision's body.
+fn team_decision(raw: &str, bytes: &Bytes) -> ApiResult<(i64, DecisionBody)> {
+    let id = id(raw, "team request")?;
+    let body = body::<DecisionBody>(bytes)?;
+    if body.decider.is_some() {
+        return Err(ApiError::invalid(
+            "decider",
+            "a team decision is recorded as this engine's user on this host; leave `decider` out",
+        ));
+    }
+    Ok((id, body))
+}
+
+async fn team_approve<A: ConsoleApi>(
+    State(s): S<A>,
+    Path((engine, raw)): Path<(String, String)>,
+    bytes: Bytes,
+) -> Response {
+    match team_decision(&raw, &bytes) {
+        Ok((id, b)) => json(s.api.team_approve(engine, id, b).await),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn team_deny<A: ConsoleApi>(
+    State(s): S<A>,
+    Path((engine, raw)): Path<(String, String)>,
+    bytes: Bytes,
+) -> Response {
+    match team_decision(&raw, &bytes) {
+        Ok((id, b)) => json(s.api.team_deny(engine, id, b).await),
         Err(e) => e.into_response(),
     }
 }

@@ -6,6 +6,7 @@
 //! |---------------|---------------|------|-------------------------------------------|
 //! | `NotFound`    | `not_found`   | 404  | no such call, approval, rule, tool, server |
 //! | `Stale`       | `stale`       | 409  | it ended already (decided, expired, ...)   |
+//! | `Forbidden`   | `forbidden`   | 403  | this person may not do it (says who may)   |
 //! | `Invalid`     | `invalid`     | 422  | a field is malformed (names the field)     |
 //! | `Unavailable` | `unavailable` | 503  | this engine runs without that part         |
 //! | `Internal`    | `internal`    | 500  | the store failed; a bug or the disk        |
@@ -36,6 +37,10 @@ pub enum ControlError {
         /// Its state (`approved`, `timed_out`, `expired`, `cancelled`).
         state: String,
     },
+    /// The person at this engine may not do it (e.g. decide a request
+    /// whose engine names other deciders); the words say who may.
+    #[error("{0}")]
+    Forbidden(String),
     /// A field of the request is malformed.
     #[error("{field}: {message}")]
     Invalid {
@@ -54,11 +59,12 @@ pub enum ControlError {
 
 impl ControlError {
     /// The stable code transports map to a status: `not_found`, `stale`,
-    /// `invalid`, `unavailable` or `internal`.
+    /// `forbidden`, `invalid`, `unavailable` or `internal`.
     pub fn code(&self) -> &'static str {
         match self {
             Self::NotFound { .. } => "not_found",
             Self::Stale { .. } => "stale",
+            Self::Forbidden(_) => "forbidden",
             Self::Invalid { .. } => "invalid",
             Self::Unavailable(_) => "unavailable",
             Self::Internal(_) => "internal",
@@ -70,6 +76,7 @@ impl ControlError {
         match self {
             Self::NotFound { .. } => 404,
             Self::Stale { .. } => 409,
+            Self::Forbidden(_) => 403,
             Self::Invalid { .. } => 422,
             Self::Unavailable(_) => 503,
             Self::Internal(_) => 500,
@@ -171,6 +178,11 @@ mod tests {
                 409,
             ),
             (ControlError::invalid("limit", "too big"), "invalid", 422),
+            (
+                ControlError::Forbidden("only alice".into()),
+                "forbidden",
+                403,
+            ),
             (ControlError::Unavailable("no".into()), "unavailable", 503),
             (ControlError::internal("disk"), "internal", 500),
         ];

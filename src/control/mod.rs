@@ -19,6 +19,7 @@
 //! | breakers | [`breakers`] |
 //! | servers, stderr, pins | [`servers`] |
 //! | tools | [`tools`] |
+//! | the team's queue: other engines' requests, deciding them | [`team`] |
 //! | "what would happen to this call?" | [`policy_test`] |
 //! | what the UI sees (TypeScript bindings) | [`types`] |
 //! | the CLI's transport: the control socket's methods | [`socket`] |
@@ -51,6 +52,7 @@ pub mod slices;
 pub mod snapshot;
 pub mod socket;
 pub mod stream;
+pub mod team;
 pub mod tools;
 pub mod types;
 
@@ -88,6 +90,7 @@ impl EngineInfo {
 struct Inner {
     engine: Engine,
     upstreams: Option<Upstreams>,
+    team: Option<crate::team::Team>,
     info: EngineInfo,
     seq: Sequencer,
     outputs: RecentOutputs,
@@ -119,6 +122,7 @@ impl std::fmt::Debug for Control {
 pub struct ControlBuilder {
     engine: Engine,
     upstreams: Option<Upstreams>,
+    team: Option<crate::team::Team>,
     info: EngineInfo,
     limits: OutputLimits,
     ring: usize,
@@ -128,6 +132,13 @@ impl ControlBuilder {
     /// Also shows and steers these upstream servers and their pins.
     pub fn upstreams(mut self, upstreams: Upstreams) -> Self {
         self.upstreams = Some(upstreams);
+        self
+    }
+
+    /// Also shows the team's queue and decides its requests through this
+    /// link (`[storage] url`); its changes reach the console's stream.
+    pub fn team(mut self, team: crate::team::Team) -> Self {
+        self.team = Some(team);
         self
     }
 
@@ -166,15 +177,20 @@ impl ControlBuilder {
             None => 0,
         };
         let seq = Sequencer::with_capacity(self.engine.events(), self.ring);
+        let closing = tokio_util::sync::CancellationToken::new();
+        if let Some(team) = &self.team {
+            team::announce(team, self.engine.events().clone(), closing.clone());
+        }
         Ok(Control {
             inner: Arc::new(Inner {
                 engine: self.engine,
                 upstreams: self.upstreams,
+                team: self.team,
                 info: self.info,
                 seq,
                 outputs,
                 first_row,
-                closing: tokio_util::sync::CancellationToken::new(),
+                closing,
             }),
         })
     }
@@ -186,6 +202,7 @@ impl Control {
         ControlBuilder {
             engine,
             upstreams: None,
+            team: None,
             info,
             limits: OutputLimits::default(),
             ring: RING,

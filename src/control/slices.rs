@@ -52,6 +52,14 @@ pub enum SliceView {
         /// As in the snapshot.
         breakers: Vec<BreakerView>,
     },
+    /// The team's queue and engines.
+    Team {
+        /// The revision read before the content.
+        #[ts(type = "number")]
+        revision: u64,
+        /// As in the snapshot: `null` when the engine runs alone.
+        team: Option<super::team::TeamView>,
+    },
 }
 
 impl SliceView {
@@ -62,6 +70,7 @@ impl SliceView {
             Self::Policy { .. } => Slice::Policy,
             Self::Servers { .. } => Slice::Servers,
             Self::Breakers { .. } => Slice::Breakers,
+            Self::Team { .. } => Slice::Team,
         }
     }
 
@@ -71,7 +80,8 @@ impl SliceView {
             Self::Tools { revision, .. }
             | Self::Policy { revision, .. }
             | Self::Servers { revision, .. }
-            | Self::Breakers { revision, .. } => *revision,
+            | Self::Breakers { revision, .. }
+            | Self::Team { revision, .. } => *revision,
         }
     }
 }
@@ -102,6 +112,10 @@ impl Control {
             Slice::Breakers => SliceView::Breakers {
                 revision,
                 breakers: self.breakers(),
+            },
+            Slice::Team => SliceView::Team {
+                revision,
+                team: self.team_view(),
             },
         })
     }

@@ -77,6 +77,7 @@ impl Control {
             policy: self.policy_summary(),
             recent_calls,
             in_flight: mark.in_flight,
+            team: self.team_view(),
         })
     }
 

@@ -629,6 +629,9 @@ pub struct Snapshot {
     /// Calls received and not finished at `seq`, oldest first (waiting
     /// for a person, running, retrying).
     pub in_flight: Vec<InFlight>,
+    /// The team's queue and engines; `null` when the engine runs alone.
+    /// Later changes come as the `team` slice.
+    pub team: Option<super::team::TeamView>,
 }
 
 /// How to connect an MCP client to this engine (Settings, copy buttons).

@@ -96,7 +96,7 @@ pub enum TeamState {
 }
 
 /// The link as the console shows it.
-#[derive(Debug, Clone, Serialize, ts_rs::TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, ts_rs::TS)]
 pub struct TeamStatus {
     /// This engine.
     pub me: EngineIdentity,

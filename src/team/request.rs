@@ -149,6 +149,7 @@ impl Row {
 
 /// What the engine that raised a request did with a decision sent to it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(rename = "TeamOutcome")]
 pub struct Outcome {
     /// This decision is the one that closed the request.
     pub took_effect: bool,

@@ -3,4 +3,4 @@
 /**
  * A part of the engine's state a view shows as a whole.
  */
-export type Slice = "tools" | "policy" | "servers" | "breakers";
+export type Slice = "tools" | "policy" | "servers" | "breakers" | "team";

@@ -5,6 +5,7 @@ import type { PinRecord } from "./PinRecord";
 import type { PluginView } from "./PluginView";
 import type { PolicySummary } from "./PolicySummary";
 import type { ServerStatus } from "./ServerStatus";
+import type { TeamView } from "./TeamView";
 import type { ToolSummary } from "./ToolSummary";
 
 /**
@@ -54,4 +55,12 @@ revision: number,
 /**
  * As in the snapshot.
  */
-breakers: Array<BreakerView>, };
+breakers: Array<BreakerView>, } | { "slice": "team", 
+/**
+ * The revision read before the content.
+ */
+revision: number, 
+/**
+ * As in the snapshot: `null` when the engine runs alone.
+ */
+team: TeamView | null, };

@@ -13,6 +13,7 @@ import type { PluginView } from "./PluginView";
 import type { PolicySummary } from "./PolicySummary";
 import type { ServerStatus } from "./ServerStatus";
 import type { SparkShape } from "./SparkShape";
+import type { TeamView } from "./TeamView";
 import type { ToolSummary } from "./ToolSummary";
 
 /**
@@ -88,4 +89,9 @@ recent_calls: Array<CallSummary>,
  * Calls received and not finished at `seq`, oldest first (waiting
  * for a person, running, retrying).
  */
-in_flight: Array<InFlight>, };
+in_flight: Array<InFlight>, 
+/**
+ * The team's queue and engines; `null` when the engine runs alone.
+ * Later changes come as the `team` slice.
+ */
+team: TeamView | null, };

@@ -33,6 +33,7 @@ import type {
   ClientStatus,
   ConnectAction,
   ConnectPlan,
+  TeamView,
 } from '../lib/api/types';
 import { errorKind } from '../lib/format';
 
@@ -597,6 +598,8 @@ export function snapshot(now = NOW, seq = 18_422): Snapshot {
     recent_calls: calls,
     // The calls the pending approvals hold, still running.
     in_flight: p.map((r) => ({ call_id: r.call_id, ts_ms: r.created_ms, tool: r.tool, caller: r.caller.text, session: r.session, preview: r.preview })),
+    // One engine alone: the team's queue is off.
+    team: null,
   };
 }
 
@@ -1020,5 +1023,60 @@ export function connectPlan(client: ClientId, action: ConnectAction): ConnectPla
     ],
     notes: [],
     restart: client === 'claude-desktop' ? 'Quit Claude Desktop completely (File > Quit; closing the window is not enough) and open it again.' : null,
+  };
+}
+
+/**
+ * A team of three engines as `GET /api/team` answers it: this one
+ * (alice on laptop), a build box whose requests anyone decides, and a CI
+ * runner whose requests only the release leads decide.
+ */
+export function teamView(now = NOW): TeamView {
+  const me = { id: 'a'.repeat(32), host: 'laptop', user: 'alice' };
+  const build = { id: 'b'.repeat(32), host: 'build-box', user: 'bob' };
+  const ci = { id: 'c'.repeat(32), host: 'ci-3', user: 'runner' };
+  const caller: CallerInfo = { via: 'socket', pid: 4242, uid: 1001, exe: '/usr/bin/claude', bridge_pid: null, client_name: 'claude-code', agent_id: null, through_tool_call: false, text: 'claude-code (pid 4242)' };
+  const base = { tool: 'shell_exec', args: { command: 'make release' }, preview: 'command="make release"', risk: 'critical' as const, rule: 'default:shell', reason: 'Runs a shell command.', caller, session: 's-1', decided_ms: null, decided_by: null, ended: null, deciders: null, cannot_decide: null };
+  return {
+    status: {
+      me,
+      url: 'postgres://toolgate@db.example.com/toolgate',
+      state: { state: 'online' },
+      engines: [
+        { engine: me, online: true, seen_ago_ms: 400 },
+        { engine: build, online: true, seen_ago_ms: 900 },
+        { engine: ci, online: true, seen_ago_ms: 1_200 },
+      ],
+    },
+    requests: [
+      { ...base, engine: build, id: 7, created_ms: now - 20_000, expires_ms: now + 100_000, status: 'pending' },
+      {
+        ...base,
+        engine: ci,
+        id: 3,
+        args: { command: 'deploy prod' },
+        preview: 'command="deploy prod"',
+        created_ms: now - 10_000,
+        expires_ms: now + 110_000,
+        status: 'pending',
+        deciders: ['carol'],
+        cannot_decide: 'Only carol may decide requests from runner on ci-3; this engine runs as alice.',
+      },
+      {
+        ...base,
+        engine: build,
+        id: 6,
+        args: { command: 'make test' },
+        preview: 'command="make test"',
+        created_ms: now - 90_000,
+        expires_ms: now + 30_000,
+        status: 'approved',
+        decided_ms: now - 60_000,
+        decided_by: 'team dave on desk',
+        ended: { cause: 'Approved by dave on desk', short: 'By dave on desk' },
+      },
+    ],
+    labels: { [me.id]: 'alice on laptop', [build.id]: 'bob on build-box', [ci.id]: 'runner on ci-3' },
+    summary: 'Online: requests are shared with the team, and whoever decides first decides.',
   };
 }

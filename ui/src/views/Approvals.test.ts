@@ -2,9 +2,9 @@ import { act, fireEvent, render, screen, waitFor, within } from '@testing-librar
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import Approvals from './Approvals.svelte';
 import { controller } from '../lib/controller.svelte';
-import { emptySnapshot, snapshot } from '../dev/fixtures';
+import { emptySnapshot, snapshot, teamView } from '../dev/fixtures';
 import { fakeEngine, testStore, wire } from '../test/harness';
-import type { ApprovalDetail, DecidedView } from '../lib/api/types';
+import type { ApprovalDetail, DecidedView, TeamOutcome } from '../lib/api/types';
 
 const NOW = Date.now();
 
@@ -205,5 +205,91 @@ describe('Approvals', () => {
     expect(options[1]).toHaveAttribute('aria-selected', 'true');
     await act(() => controller.dispatch({ type: 'approve' }));
     expect(calls.some((c) => c.path.endsWith('/approve'))).toBe(false);
+  });
+
+  describe('with a team', () => {
+    const teamEngine = () => {
+      const snap = snapshot(NOW);
+      return fakeEngine((c) => {
+        if (c.path.startsWith('/api/team/')) {
+          return { took_effect: true, status: 'approved', decided_by: 'team alice on laptop', words: 'Approved by alice on laptop' } satisfies TeamOutcome;
+        }
+        const m = /^\/api\/approvals\/(\d+)$/.exec(c.path);
+        const request = m ? snap.pending.find((r) => r.id === Number(m[1])) : undefined;
+        return { request, caller_recent: [] } satisfies Partial<ApprovalDetail>;
+      });
+    };
+
+    it("lists other engines' requests with their engine, and how a closed one ended in the engine's words", () => {
+      teamEngine();
+      const t = testStore();
+      t.store.reset({ ...emptySnapshot(NOW), team: teamView(NOW) }, 'initial');
+      render(Approvals, { context: t.context });
+      const waiting = screen.getByRole('listbox', { name: 'Waiting requests of other engines' });
+      const rows = within(waiting).getAllByRole('option');
+      expect(rows.map((o) => o.getAttribute('data-team'))).toEqual([`${'b'.repeat(32)}/7`, `${'c'.repeat(32)}/3`]);
+      expect(within(rows[0] as HTMLElement).getByText('bob on build-box')).toBeInTheDocument();
+      expect(within(rows[0] as HTMLElement).getByRole('button')).toHaveAccessibleName(/on bob on build-box$/);
+      const recent = screen.getByRole('listbox', { name: 'Recently closed requests of other engines' });
+      expect(within(recent).getByText(/By dave on desk/)).toBeInTheDocument();
+      // Nothing local waits: the first team request is selected, and says where it was raised.
+      expect(rows[0]).toHaveAttribute('aria-selected', 'true');
+      expect(screen.getByTestId('team-detail-engine')).toHaveTextContent('Raised on bob on build-box');
+      expect(screen.getByTestId('team-link')).toHaveTextContent('Team online');
+      expect(screen.getByTestId('team-link')).toHaveTextContent('2 other engines online');
+    });
+
+    it('approves with a click through the raising engine, and `a` does the same', async () => {
+      const calls = teamEngine();
+      const t = testStore();
+      t.store.reset({ ...emptySnapshot(NOW), team: teamView(NOW) }, 'initial');
+      render(Approvals, { context: t.context });
+      await fireEvent.click(screen.getByRole('button', { name: /Approve once/ }));
+      const path = `/api/team/${'b'.repeat(32)}/7/approve`;
+      await waitFor(() => expect(calls.find((c) => c.method === 'POST' && c.path === path)?.body).toEqual({}));
+      await waitFor(() => expect(screen.getByText(/Approved #7 shell_exec of bob on build-box/)).toBeInTheDocument());
+    });
+
+    it('shows why a person cannot decide a request, and neither buttons nor keys act on it', async () => {
+      const calls = teamEngine();
+      const t = testStore();
+      t.store.reset({ ...emptySnapshot(NOW), team: teamView(NOW) }, 'initial');
+      render(Approvals, { context: t.context });
+      await act(() => controller.dispatch({ type: 'move', delta: 1 }));
+      const why = 'Only carol may decide requests from runner on ci-3; this engine runs as alice.';
+      expect(screen.getByTestId('cannot-decide')).toHaveTextContent(why);
+      const approve = screen.getByRole('button', { name: /Approve once/ });
+      expect(approve).toBeDisabled();
+      expect(approve).toHaveAttribute('title', why);
+      expect(screen.getByRole('button', { name: /^Deny d$/ })).toBeDisabled();
+      vi.advanceTimersByTime(500);
+      await act(() => controller.dispatch({ type: 'approve' }));
+      await act(() => controller.dispatch({ type: 'deny' }));
+      expect(calls.filter((c) => c.path.startsWith('/api/team/'))).toEqual([]);
+    });
+
+    it('a decision someone else made first is said in the engine\'s words, not as a failure', async () => {
+      fakeEngine(() => ({ took_effect: false, status: 'denied', decided_by: 'team dave on desk', words: 'It was already denied by dave on desk.' }) satisfies TeamOutcome);
+      const t = testStore();
+      t.store.reset({ ...emptySnapshot(NOW), team: teamView(NOW) }, 'initial');
+      render(Approvals, { context: t.context });
+      await fireEvent.click(screen.getByRole('button', { name: /Approve once/ }));
+      await waitFor(() => expect(screen.getByRole('alert')).toHaveTextContent('It was already denied by dave on desk.'));
+    });
+
+    it('filters the inbox by engine', async () => {
+      teamEngine();
+      const t = testStore();
+      t.store.reset({ ...snapshot(NOW), team: teamView(NOW) }, 'initial');
+      render(Approvals, { context: t.context });
+      const filter = screen.getByRole('combobox', { name: 'Show requests of' });
+      await fireEvent.change(filter, { target: { value: 'c'.repeat(32) } });
+      expect(screen.queryByRole('listbox', { name: 'Waiting approval requests' })).toBeNull();
+      const rows = within(screen.getByRole('listbox', { name: 'Waiting requests of other engines' })).getAllByRole('option');
+      expect(rows.map((o) => o.getAttribute('data-team'))).toEqual([`${'c'.repeat(32)}/3`]);
+      await fireEvent.change(filter, { target: { value: 'me' } });
+      expect(screen.queryByRole('listbox', { name: 'Waiting requests of other engines' })).toBeNull();
+      expect(screen.getByRole('listbox', { name: 'Waiting approval requests' })).toBeInTheDocument();
+    });
   });
 });

@@ -37,6 +37,8 @@ import type {
   PinDiff,
   PinRecord,
   PolicyDoc,
+  TeamOutcome,
+  TeamView,
   PolicyPut,
   PolicyTestInput,
   PolicyTestResult,
@@ -231,6 +233,11 @@ export const api = {
   /** `ttl_s` absent = until revoked, as in the decision's `always`. */
   previewScope: (id: number, scope: string, ttl_s: number | undefined) =>
     request<ScopePreview>('POST', `/api/approvals/${id}/scope`, (ttl_s === undefined ? { scope } : { scope, ttl_s }) satisfies ScopeInput),
+  team: () => request<TeamView>('GET', '/api/team'),
+  /** Sent to the engine that raised the request, which decides it; a request decided first elsewhere answers `took_effect: false`. */
+  teamApprove: (engine: string, id: number) => request<TeamOutcome>('POST', `/api/team/${enc(engine)}/${id}/approve`, {} satisfies ApproveInput),
+  teamDeny: (engine: string, id: number, reason?: string) =>
+    request<TeamOutcome>('POST', `/api/team/${enc(engine)}/${id}/deny`, denyInput(reason === undefined ? {} : { reason })),
   rules: () => request<RuleView[]>('GET', '/api/rules'),
   revokeRule: (id: number) => request<RememberedRule>('DELETE', `/api/rules/${id}`),
   resetBreaker: (tool: string) => request<ResetResult>('POST', `/api/breakers/${enc(tool)}/reset`),

@@ -3,7 +3,7 @@
  * changed by the event stream.
  *
  * Each domain has its own store (connection, approvals, live feed,
- * breakers, registry, servers, policy), and each store owns its state: it
+ * breakers, registry, servers, policy, team), and each store owns its state: it
  * is set whole by `reset(snapshot)` or a slice read, and changed by the
  * events that concern it. This class only composes them: it applies a
  * snapshot to every domain, routes each event to the domain that owns it,
@@ -26,6 +26,7 @@ import { LiveStore } from './live.svelte';
 import { PolicyStore } from './policy.svelte';
 import { RegistryStore } from './registry.svelte';
 import { ServersStore } from './servers.svelte';
+import { TeamStore } from './team.svelte';
 
 export type { ApprovalItem } from './approvals.svelte';
 export type { ReloadNote } from './connection.svelte';
@@ -56,10 +57,11 @@ export class ConsoleStore implements StreamSink {
   readonly registry = new RegistryStore();
   readonly servers = new ServersStore();
   readonly policy = new PolicyStore();
+  readonly team = new TeamStore();
 
-  /** The header's four counters, each from the domain that owns it. */
+  /** The header's four counters, each from the domain that owns it; `pending` counts the team's requests the person may decide too. */
   counters = $derived({
-    pending: this.approvals.pending.length,
+    pending: this.approvals.pending.length + this.team.decidable,
     open_breakers: this.breakers.open,
     quarantined: this.registry.quarantined.length,
     servers_down: this.servers.down,
@@ -111,6 +113,7 @@ export class ConsoleStore implements StreamSink {
     this.registry.reset(snap);
     this.servers.reset(snap);
     this.policy.reset(snap);
+    this.team.reset(snap);
     this.live.reset(snap);
     this.connection.reset(snap, why, now);
   }
@@ -154,6 +157,9 @@ export class ConsoleStore implements StreamSink {
         break;
       case 'breakers':
         this.breakers.set(v.breakers, this.now());
+        break;
+      case 'team':
+        this.team.set(v.team);
         break;
     }
   }
