@@ -202,7 +202,11 @@ impl From<TeamError> for ControlError {
             | TeamError::Lost(_)
             | TeamError::EngineOffline { .. }
             | TeamError::NoAnswer { .. } => Self::Unavailable(e.to_string()),
-            TeamError::Db(_) | TeamError::Migrate(_) | TeamError::Local(_) => Self::internal(e),
+            TeamError::Db(_)
+            | TeamError::Migrate(_)
+            | TeamError::Local(_)
+            | TeamError::Audit(_)
+            | TeamError::Pins(_) => Self::internal(e),
         }
     }
 }

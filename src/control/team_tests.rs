@@ -109,13 +109,17 @@ async fn every_change_of_the_link_is_announced_as_the_team_slice() {
         host: "box".into(),
         user: "alice".into(),
     };
-    let team = Team::start(
+    let team = Team::start(crate::team::TeamParts {
         me,
-        "postgres://127.0.0.1:1/none".into(),
+        url: "postgres://127.0.0.1:1/none".into(),
         options,
-        rig.approvals.clone(),
-        None,
-    );
+        approvals: rig.approvals.clone(),
+        audit: rig.engine.audit().expect("the rig's audit log").clone(),
+        upstreams: None,
+        deciders: None,
+        rules: crate::team::Sharing::Engine,
+        pins: crate::team::Sharing::Engine,
+    });
     let stop = CancellationToken::new();
     announce(&team, rig.engine.events().clone(), stop.clone());
     let revision = tokio::time::timeout(Duration::from_secs(10), async {
