@@ -16,7 +16,7 @@ use sse_stream::SseStream;
 use toolgate::wire::{DecisionBody, Via};
 use url::Url;
 
-use crate::wire::{Envelope, Snapshot, Verdict};
+use crate::wire::{Envelope, Snapshot, TeamLine, TeamSlice, Verdict};
 
 /// Why a console request failed.
 #[derive(Debug, thiserror::Error)]
@@ -90,6 +90,9 @@ pub trait ConsoleSource: Send + Sync + 'static {
         verdict: Verdict,
         via: Via,
     ) -> impl Future<Output = Result<(), ClientError>> + Send;
+    /// `GET /api/state/team`: the team link now (`None`: the engine runs
+    /// alone).
+    fn team(&self) -> impl Future<Output = Result<Option<TeamLine>, ClientError>> + Send;
 }
 
 /// The console of one engine over HTTP, with its bearer token.
@@ -166,14 +169,26 @@ impl HttpConsole {
     }
 }
 
-impl ConsoleSource for HttpConsole {
-    async fn snapshot(&self) -> Result<Snapshot, ClientError> {
-        let url = self.url("/api/snapshot");
+impl HttpConsole {
+    /// `GET path`, read as JSON.
+    async fn get_json<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
+        let url = self.url(path);
         let resp = self.send(self.http.get(&url), &url).await?;
         resp.json().await.map_err(|e| ClientError::Unreadable {
             url,
             detail: e.to_string(),
         })
+    }
+}
+
+impl ConsoleSource for HttpConsole {
+    async fn snapshot(&self) -> Result<Snapshot, ClientError> {
+        self.get_json("/api/snapshot").await
+    }
+
+    async fn team(&self) -> Result<Option<TeamLine>, ClientError> {
+        let slice: TeamSlice = self.get_json("/api/state/team").await?;
+        Ok(slice.team)
     }
 
     async fn events(&self, after: u64) -> Result<EventStream, ClientError> {

@@ -13,7 +13,7 @@ use toolgate::wire::Via;
 
 use crate::client::{ClientError, ConsoleSource, StreamItem};
 use crate::state::{Action, DesktopState, Notice, NoticeText, TrayModel};
-use crate::wire::Verdict;
+use crate::wire::{Event, Verdict};
 
 /// What the window and the tray do for the shell.
 pub trait View: Send + Sync + 'static {
@@ -143,7 +143,12 @@ impl<C: ConsoleSource> Shell<C> {
         while let Some(item) = stream.next().await {
             match item? {
                 StreamItem::Envelope(e) => {
+                    let team = matches!(&e.event, Event::StateChanged(s) if s.is_team());
                     let notices = self.state().apply(e, (self.clock)());
+                    if team {
+                        let line = self.console.team().await?;
+                        self.state().set_team(line);
+                    }
                     self.render(notices);
                 }
                 StreamItem::Reload => break,

@@ -9,7 +9,10 @@ use tokio::sync::mpsc;
 use super::*;
 use crate::client::EventStream;
 use crate::state::{MenuEntry, TrayIcon};
-use crate::wire::{Decided, Envelope, Event, Request, Risk, Snapshot};
+use crate::wire::{
+    Decided, Envelope, Event, Request, Risk, SliceChanged, Snapshot, TeamLine, TeamLineState,
+    TeamLineStatus,
+};
 
 const NOW: i64 = 1_700_000_000_000;
 
@@ -25,9 +28,15 @@ struct FakeConsole {
     subscribed: mpsc::UnboundedSender<u64>,
     decided: mpsc::UnboundedSender<(i64, Verdict, Via)>,
     stale: bool,
+    /// What `GET /api/state/team` answers.
+    team: StdMutex<Option<TeamLine>>,
 }
 
 impl ConsoleSource for FakeConsole {
+    async fn team(&self) -> Result<Option<TeamLine>, ClientError> {
+        Ok(self.team.lock().unwrap().clone())
+    }
+
     async fn snapshot(&self) -> Result<Snapshot, ClientError> {
         let mut s = self.snapshots.lock().unwrap();
         Ok(if s.len() > 1 {
@@ -122,6 +131,7 @@ fn rig(snapshots: Vec<Snapshot>, streams: usize, stale: bool) -> Rig {
         subscribed: sub_tx,
         decided: dec_tx,
         stale,
+        team: StdMutex::new(None),
     };
     let view = Recorder {
         seen: seen_tx.clone(),
@@ -210,6 +220,7 @@ async fn a_streamed_request_reaches_the_tray_and_one_notification_and_its_decisi
         vec![Snapshot {
             seq: 4,
             pending: vec![],
+            team: None,
         }],
         1,
         false,
@@ -240,6 +251,7 @@ async fn nothing_is_notified_while_the_window_is_focused_but_the_tray_counts_it(
         vec![Snapshot {
             seq: 0,
             pending: vec![],
+            team: None,
         }],
         1,
         false,
@@ -276,6 +288,7 @@ async fn notification_buttons_decide_as_the_notification_and_activation_opens_th
         vec![Snapshot {
             seq: 0,
             pending: vec![],
+            team: None,
         }],
         1,
         false,
@@ -313,6 +326,7 @@ async fn tray_items_decide_as_the_tray_and_ended_requests_are_left_alone() {
         vec![Snapshot {
             seq: 3,
             pending: vec![request(7, "shell_exec")],
+            team: None,
         }],
         1,
         false,
@@ -352,6 +366,7 @@ async fn a_stale_answer_is_not_an_error() {
         vec![Snapshot {
             seq: 1,
             pending: vec![request(7, "t")],
+            team: None,
         }],
         1,
         true,
@@ -372,10 +387,12 @@ async fn a_reload_fetches_a_new_snapshot_and_resubscribes_after_its_seq() {
             Snapshot {
                 seq: 2,
                 pending: vec![request(7, "a")],
+                team: None,
             },
             Snapshot {
                 seq: 40,
                 pending: vec![request(8, "b")],
+                team: None,
             },
         ],
         2,
@@ -401,6 +418,7 @@ async fn a_broken_stream_reconnects_from_the_last_applied_seq() {
         vec![Snapshot {
             seq: 2,
             pending: vec![],
+            team: None,
         }],
         2,
         false,
@@ -421,6 +439,7 @@ async fn turning_notifications_off_closes_the_ones_on_screen() {
         vec![Snapshot {
             seq: 0,
             pending: vec![],
+            team: None,
         }],
         1,
         false,
@@ -430,5 +449,56 @@ async fn turning_notifications_off_closes_the_ones_on_screen() {
     next_non_tray(&mut r.seen).await;
     r.shell.set_notifications(false);
     assert_eq!(next_non_tray(&mut r.seen).await, Seen::Closed(7));
+    r.stop.cancel();
+}
+
+fn team_line(state: &str, summary: &str) -> TeamLine {
+    TeamLine {
+        status: TeamLineStatus {
+            state: TeamLineState {
+                state: state.to_owned(),
+            },
+        },
+        summary: summary.to_owned(),
+    }
+}
+
+#[tokio::test]
+async fn the_tray_says_when_the_team_database_is_away_and_follows_it_back() {
+    let away = "The team database is unreachable (connection refused); this engine decides only its own requests until it is back.";
+    let mut r = rig(
+        vec![Snapshot {
+            seq: 1,
+            pending: vec![],
+            team: Some(team_line("degraded", away)),
+        }],
+        1,
+        false,
+    );
+    let tray = next_tray(&mut r.seen).await;
+    assert_eq!(
+        tray.tooltip,
+        "toolgate — no calls waiting · team degraded, deciding alone"
+    );
+    assert_eq!(
+        tray.menu.first(),
+        Some(&MenuEntry::Note(format!("⚠ Team degraded: {away}")))
+    );
+    within(r.subscribed.recv()).await;
+    // The database is back: the engine says so on the stream, the shell
+    // reads the team again.
+    *r.shell.console.team.lock().unwrap() = Some(team_line("online", "Online."));
+    r.feed[0]
+        .send(Ok(StreamItem::Envelope(Envelope {
+            seq: 2,
+            ts_ms: 0,
+            event: Event::StateChanged(SliceChanged {
+                slice: "team".into(),
+            }),
+        })))
+        .unwrap();
+    let tray = next_tray(&mut r.seen).await;
+    assert_eq!(tray.tooltip, "toolgate — no calls waiting");
+    assert!(!tray.menu.iter().any(|e| matches!(e, MenuEntry::Note(_))));
     r.stop.cancel();
 }

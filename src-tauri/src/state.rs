@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use crate::wire::{Envelope, Event, Request, Snapshot, risk_word};
+use crate::wire::{Envelope, Event, Request, Snapshot, TeamLine, risk_word};
 
 /// How many pending requests the tray menu lists.
 pub const MENU_REQUESTS: usize = 5;
@@ -56,6 +56,8 @@ pub enum MenuEntry {
         /// How many are not listed.
         count: usize,
     },
+    /// A line that only informs (greyed): the team database is away.
+    Note(String),
     /// A line between groups.
     Separator,
     /// Show the window.
@@ -161,6 +163,8 @@ pub struct DesktopState {
     notified: BTreeSet<i64>,
     focused: bool,
     notifications_off: bool,
+    /// The team link, when the engine is part of a team.
+    team: Option<TeamLine>,
 }
 
 impl DesktopState {
@@ -191,6 +195,7 @@ impl DesktopState {
     /// requests new to this state are announced like stream events.
     pub fn apply_snapshot(&mut self, snapshot: Snapshot, now_ms: i64) -> Vec<Notice> {
         self.seq = snapshot.seq;
+        self.team = snapshot.team;
         let fresh: HashMap<i64, Request> =
             snapshot.pending.into_iter().map(|r| (r.id, r)).collect();
         let mut notices: Vec<Notice> = self
@@ -226,6 +231,11 @@ impl DesktopState {
         notice.into_iter().collect()
     }
 
+    /// The team link as read again after a `state_changed` of the team.
+    pub fn set_team(&mut self, team: Option<TeamLine>) {
+        self.team = team;
+    }
+
     /// The window gained or lost focus. No notification is shown while it
     /// is focused (the console shows the request); the ones on screen stay
     /// until their request ends.
@@ -256,25 +266,35 @@ impl DesktopState {
     /// What the tray shows now.
     pub fn tray(&self, now_ms: i64) -> TrayModel {
         let n = self.pending.len();
-        let tooltip = match n {
+        let mut tooltip = match n {
             0 => "toolgate — no calls waiting".to_owned(),
             1 => "toolgate — 1 call waiting".to_owned(),
             n => format!("toolgate — {n} calls waiting"),
         };
-        let mut menu: Vec<MenuEntry> = self
-            .pending()
-            .into_iter()
-            .take(MENU_REQUESTS)
-            .map(|r| MenuEntry::Request {
-                id: r.id,
-                label: format!(
-                    "{} — {}, denied in {}",
-                    r.tool,
-                    risk_word(r.risk),
-                    seconds_left(r, now_ms)
-                ),
-            })
-            .collect();
+        // Linux tray hosts show no tooltip: the menu says it too, first.
+        let degraded = self.team.as_ref().filter(|t| t.is_degraded());
+        let mut menu: Vec<MenuEntry> = Vec::new();
+        if let Some(team) = degraded {
+            tooltip.push_str(" · team degraded, deciding alone");
+            menu.extend([
+                MenuEntry::Note(format!("⚠ Team degraded: {}", team.summary)),
+                MenuEntry::Separator,
+            ]);
+        }
+        menu.extend(
+            self.pending()
+                .into_iter()
+                .take(MENU_REQUESTS)
+                .map(|r| MenuEntry::Request {
+                    id: r.id,
+                    label: format!(
+                        "{} — {}, denied in {}",
+                        r.tool,
+                        risk_word(r.risk),
+                        seconds_left(r, now_ms)
+                    ),
+                }),
+        );
         if n > MENU_REQUESTS {
             menu.push(MenuEntry::More {
                 count: n - MENU_REQUESTS,

@@ -35,7 +35,11 @@ fn decided(seq: u64, id: i64, status: &str) -> Envelope {
 }
 
 fn snapshot(seq: u64, pending: Vec<Request>) -> Snapshot {
-    Snapshot { seq, pending }
+    Snapshot {
+        seq,
+        pending,
+        team: None,
+    }
 }
 
 fn shown_ids(notices: &[Notice]) -> Vec<i64> {

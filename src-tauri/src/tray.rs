@@ -44,6 +44,9 @@ pub fn menu<R: Runtime, M: Manager<R>>(app: &M, model: &TrayModel) -> tauri::Res
                     &format!("{count} more waiting…"),
                 )?)?;
             }
+            MenuEntry::Note(text) => {
+                menu.append(&MenuItem::new(app, text, false, None::<&str>)?)?;
+            }
             MenuEntry::Separator => menu.append(&PredefinedMenuItem::separator(app)?)?,
             MenuEntry::Show => menu.append(&item(Action::Show, "Show toolgate")?)?,
             MenuEntry::Quit => menu.append(&item(Action::Quit, "Quit toolgate")?)?,

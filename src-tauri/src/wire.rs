@@ -19,6 +19,47 @@ pub struct Snapshot {
     /// Waiting approval requests.
     #[serde(default)]
     pub pending: Vec<Request>,
+    /// The team link, when the engine is part of a team.
+    #[serde(default)]
+    pub team: Option<TeamLine>,
+}
+
+/// The fields of the console's team view (`TeamView`) the tray shows.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct TeamLine {
+    /// The link's state.
+    pub status: TeamLineStatus,
+    /// The state in one sentence, in the engine's words.
+    pub summary: String,
+}
+
+/// `TeamView.status`, as far as the tray reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct TeamLineStatus {
+    /// `{"state": "online" | "connecting" | "degraded", ...}`.
+    pub state: TeamLineState,
+}
+
+/// `TeamState`'s tag.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct TeamLineState {
+    /// `online`, `connecting` or `degraded`.
+    pub state: String,
+}
+
+impl TeamLine {
+    /// Whether the team database is away and this engine decides alone.
+    pub fn is_degraded(&self) -> bool {
+        self.status.state.state == "degraded"
+    }
+}
+
+/// `GET /api/state/team`: the team slice read again.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct TeamSlice {
+    /// `null` when the engine runs alone.
+    #[serde(default)]
+    pub team: Option<TeamLine>,
 }
 
 /// A waiting approval request: from the snapshot's `pending` or from an
@@ -64,9 +105,25 @@ pub enum Event {
     ApprovalRequested(Request),
     /// A request was closed (approved, denied, timed out, expired).
     ApprovalDecided(Decided),
+    /// A part of the engine's state changed: read it again.
+    StateChanged(SliceChanged),
     /// Anything else on the stream.
     #[serde(other)]
     Other,
+}
+
+/// A `state_changed` event.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct SliceChanged {
+    /// Which part (`tools`, `team`, ...).
+    pub slice: String,
+}
+
+impl SliceChanged {
+    /// Whether the team link changed (the tray reads it again).
+    pub fn is_team(&self) -> bool {
+        self.slice == "team"
+    }
 }
 
 /// An `approval_decided` event.

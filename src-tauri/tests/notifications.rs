@@ -118,7 +118,12 @@ impl ConsoleSource for Console {
         Ok(Snapshot {
             seq: 0,
             pending: vec![],
+            team: None,
         })
+    }
+
+    async fn team(&self) -> Result<Option<toolgate_desktop::wire::TeamLine>, ClientError> {
+        Ok(None)
     }
 
     async fn events(&self, _after: u64) -> Result<EventStream, ClientError> {
