@@ -3,6 +3,15 @@
 //! toolgate on it (a link to this very binary, as a package's
 //! `/usr/bin/toolgate` or `cargo install` puts it), not on it, and a
 //! different toolgate first on it.
+//!
+//! Run from a package, toolgate is a file of its own in a bin dir on PATH,
+//! started by name: `started_by_name_from_a_bin_dir_on_path` lays that
+//! out here; the package itself needs a clean system to install into, so
+//! `scripts/package-check` checks it: inside a fresh Debian
+//! 12 root with the `.deb` installed, `toolgate console --print-snippet`
+//! in a stripped environment must name `toolgate` (on PATH as
+//! `/usr/bin/toolgate`, this very binary), and the official Python MCP
+//! SDK's `stdio_client` must start that command and list the tools.
 
 use std::path::Path;
 use std::process::Command;
@@ -73,4 +82,35 @@ fn the_snippet_names_toolgate_as_it_resolves_here() {
     );
     assert_eq!(Path::new(&command), real);
     assert!(why.contains(&fake.display().to_string()), "{why}");
+}
+
+#[test]
+fn started_by_name_from_a_bin_dir_on_path() {
+    // As a package installs it (`/usr/bin/toolgate`): a file of its own,
+    // not a link, in a bin dir on PATH, and started by name, as an MCP
+    // client starts the snippet's command.
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let bin = tmp.path().join("usr/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let installed = bin.join("toolgate");
+    if std::fs::hard_link(TOOLGATE, &installed).is_err() {
+        std::fs::copy(TOOLGATE, &installed).unwrap();
+    }
+    let out = Command::new("toolgate")
+        .args(["console", "--print-snippet"])
+        .env_clear()
+        .env("HOME", &home)
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .output()
+        .unwrap();
+    let why = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{why}");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(
+        v["mcpServers"]["toolgate"],
+        serde_json::json!({"command": "toolgate", "args": ["mcp-bridge"]})
+    );
+    assert!(why.contains("on your PATH is this toolgate"), "{why}");
 }

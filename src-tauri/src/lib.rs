@@ -13,8 +13,10 @@
 //!   notifications, the two desktop-settings commands.
 //! - [`app`]: the Tauri app itself: window, single instance, autostart,
 //!   lifecycle.
+//! - [`args`]: `--version` and `--help`, answered before any window.
 
 pub mod app;
+pub mod args;
 pub mod client;
 pub mod commands;
 pub mod engine;
