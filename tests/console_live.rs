@@ -18,7 +18,7 @@ use crate::common::daemon::TestDaemon;
 const WAIT: Duration = Duration::from_secs(20);
 
 /// A GET with the console's bearer token.
-async fn get(d: &TestDaemon, path: &str) -> reqwest::Response {
+pub(crate) async fn get(d: &TestDaemon, path: &str) -> reqwest::Response {
     client()
         .get(format!("{}{path}", d.origin()))
         .bearer_auth(d.console.bearer())

@@ -171,3 +171,42 @@ async fn an_engine_alone_says_how_to_join_a_team() {
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{e}");
     d.stop().await;
 }
+
+#[tokio::test]
+async fn the_teams_audit_log_is_searched_by_engine_from_any_console() {
+    let pg = Postgres::start();
+    let (a, b) = two_engines(&pg).await;
+    let a_id = team(&a).me().id.clone();
+    let mut agent = a.raw().await;
+    agent.initialize().await;
+    for n in 0..3u64 {
+        let file = format!("f{n}.txt");
+        std::fs::write(a.root().join(&file), "x").unwrap();
+        agent.call(n + 1, "fs_read", json!({"path": file})).await;
+    }
+    // Shipped within half a second; B's console reads them from Postgres.
+    let path = format!("/api/team/calls?engine={a_id}&limit=2");
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    let page = loop {
+        let page = get_json(&b, &path).await;
+        if page.as_array().is_some_and(|p| p.len() == 2) || tokio::time::Instant::now() > deadline {
+            break page;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let rows = page.as_array().expect("a page of calls");
+    assert_eq!(rows.len(), 2, "{page}");
+    assert!(
+        rows.iter()
+            .all(|r| r["engine"]["id"] == a_id && r["tool"] == "fs_read"),
+        "{page}"
+    );
+    assert!(rows[0]["ts_ms"].as_i64() >= rows[1]["ts_ms"].as_i64());
+    // Bad queries name the parameter.
+    for (query, field) in [("limit=many", "limit"), ("colour=red", "colour")] {
+        let r = crate::console_live::get(&b, &format!("/api/team/calls?{query}")).await;
+        assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY, "{query}");
+        let body: Value = r.json().await.unwrap();
+        assert!(body["error"].to_string().contains(field), "{query}: {body}");
+    }
+}

@@ -211,6 +211,15 @@ pub trait ConsoleApi: Clone + Send + Sync + 'static {
         unwired::<()>("the team's queue")
     }
 
+    /// `GET /api/team/calls`: the team's audit log, newest first, by
+    /// engine and tool.
+    fn team_calls(
+        &self,
+        query: crate::team::TeamCallsQuery,
+    ) -> impl Future<Output = ApiResult<impl Serialize + Send>> + Send {
+        unwired::<()>("the team's audit log")
+    }
+
     /// `POST /api/team/{engine}/{id}/approve`: sent to the engine that
     /// raised it, which decides it.
     fn team_approve(

@@ -146,6 +146,13 @@ impl ConsoleApi for Control {
         Ok(Control::team_now(self)?)
     }
 
+    async fn team_calls(
+        &self,
+        query: crate::team::TeamCallsQuery,
+    ) -> ApiResult<impl Serialize + Send> {
+        Ok(Control::team_calls(self, &query).await?)
+    }
+
     async fn team_approve(
         &self,
         engine: String,

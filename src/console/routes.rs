@@ -59,6 +59,7 @@ pub(super) fn router<A: ConsoleApi>(console: Console<A>) -> Router {
         .route("/approvals/{id}/deny", post(deny::<A>))
         .route("/approvals/{id}/scope", post(scope::<A>))
         .route("/team", get(team::<A>))
+        .route("/team/calls", get(team_calls::<A>))
         .route("/team/{engine}/{id}/approve", post(team_approve::<A>))
         .route("/team/{engine}/{id}/deny", post(team_deny::<A>))
         .route("/rules", get(rules::<A>))
@@ -358,6 +359,18 @@ async fn scope<A: ConsoleApi>(State(s): S<A>, Path(raw): Path<String>, bytes: By
 
 async fn team<A: ConsoleApi>(State(s): S<A>) -> Response {
     json(s.api.team().await)
+}
+
+async fn team_calls<A: ConsoleApi>(State(s): S<A>, req: Request) -> Response {
+    let de = serde_urlencoded::Deserializer::new(form_urlencoded::parse(
+        req.uri().query().unwrap_or_default().as_bytes(),
+    ));
+    match serde_path_to_error::deserialize(de) {
+        Ok(q) => json(s.api.team_calls(q).await),
+        Err(e) => {
+            ApiError::invalid(e.path().to_string(), e.into_inner().to_string()).into_response()
+        }
+    }
 }
 
 /// A team request's engine and id, and the decision's body.

@@ -126,6 +126,18 @@ impl Control {
         })
     }
 
+    /// The team's audit log, newest first (`GET /api/team/calls`).
+    ///
+    /// # Errors
+    /// No team, or the team database is unreachable (its audit log lives
+    /// there).
+    pub async fn team_calls(
+        &self,
+        q: &crate::team::TeamCallsQuery,
+    ) -> Result<Vec<crate::team::TeamCall>, ControlError> {
+        Ok(self.linked()?.calls(q).await?)
+    }
+
     /// Approves request `id` of engine `engine` through that engine's
     /// queue. A request someone decided first is not an error: the
     /// outcome says what won (`took_effect: false`).

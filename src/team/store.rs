@@ -653,7 +653,7 @@ pub struct TeamCall {
 
 /// What to read of the team's audit log: newest first.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize, ts_rs::TS)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct TeamCallsQuery {
     /// Only this engine's calls.
     pub engine: Option<String>,
