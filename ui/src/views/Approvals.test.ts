@@ -237,6 +237,8 @@ describe('Approvals', () => {
       expect(screen.getByTestId('team-detail-engine')).toHaveTextContent('Raised on bob on build-box');
       expect(screen.getByTestId('team-link')).toHaveTextContent('Team online');
       expect(screen.getByTestId('team-link')).toHaveTextContent('2 other engines online');
+      // "Always" is made where a request was raised: its key is not offered here.
+      expect(document.querySelector('.keys')).not.toHaveTextContent('always');
     });
 
     it('approves with a click through the raising engine, and `a` does the same', async () => {
