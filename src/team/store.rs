@@ -638,7 +638,7 @@ pub struct TeamCall {
     pub ts_ms: i64,
     /// The tool.
     pub tool: String,
-    /// Who called, as JSON (the engine's caller record).
+    /// Who called, in words (`socket client claude uid 1000 pid 42`).
     pub caller: String,
     /// `allowed` or `refused`.
     pub decision: String,
@@ -717,7 +717,10 @@ pub(super) async fn calls(pool: &PgPool, q: &TeamCallsQuery) -> Result<Vec<TeamC
                     local_id,
                     ts_ms,
                     tool,
-                    caller,
+                    // The stored record, in the words the local audit
+                    // uses; an unreadable one is shown as stored.
+                    caller: serde_json::from_str::<crate::approval::CallerInfo>(&caller)
+                        .map_or(caller, |c| c.short()),
                     decision,
                     outcome,
                     error_kind,
