@@ -204,7 +204,10 @@ async fn the_teams_audit_log_is_searched_by_engine_from_any_console() {
     assert!(rows[0]["ts_ms"].as_i64() >= rows[1]["ts_ms"].as_i64());
     // The caller in words, as the local audit shows it, not its record.
     let caller = rows[0]["caller"].as_str().unwrap();
-    assert!(caller.contains("raw") && !caller.starts_with('{'), "{caller}");
+    assert!(
+        caller.contains("raw") && !caller.starts_with('{'),
+        "{caller}"
+    );
     // Bad queries name the parameter.
     for (query, field) in [("limit=many", "limit"), ("colour=red", "colour")] {
         let r = crate::console_live::get(&b, &format!("/api/team/calls?{query}")).await;

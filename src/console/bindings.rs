@@ -64,6 +64,8 @@ pub fn export_bindings(dir: &std::path::Path) -> Result<(), ts_rs::ExportError> 
     crate::policy::Verdict::export_all(&cfg)?;
     ConnectInfo::export_all(&cfg)?;
     crate::control::team::TeamView::export_all(&cfg)?;
+    crate::team::TeamCall::export_all(&cfg)?;
+    crate::team::TeamCallsQuery::export_all(&cfg)?;
     crate::team::Outcome::export_all(&cfg)?;
     crate::control::types::EngineHealth::export_all(&cfg)?;
     crate::control::slices::SliceView::export_all(&cfg)?;

@@ -642,10 +642,11 @@ pub struct TeamCall {
     pub caller: String,
     /// `allowed` or `refused`.
     pub decision: String,
-    /// `ok`, `tool_error`, `error` or `cancelled`.
-    pub outcome: String,
-    /// The error's class, if it failed.
-    pub error_kind: Option<String>,
+    /// How it ended.
+    pub outcome: crate::wire::CallOutcome,
+    /// The error class, for `error` and `cancelled` (absent when the row
+    /// names a class this version does not know).
+    pub error_kind: Option<crate::error::ErrorKind>,
     /// Time in the pipeline, µs.
     #[ts(type = "number")]
     pub elapsed_us: i64,
@@ -722,8 +723,10 @@ pub(super) async fn calls(pool: &PgPool, q: &TeamCallsQuery) -> Result<Vec<TeamC
                     caller: serde_json::from_str::<crate::approval::CallerInfo>(&caller)
                         .map_or(caller, |c| c.short()),
                     decision,
-                    outcome,
-                    error_kind,
+                    outcome: crate::wire::CallOutcome::parse(&outcome),
+                    error_kind: error_kind
+                        .as_deref()
+                        .and_then(crate::error::ErrorKind::parse),
                     elapsed_us,
                 }
             },

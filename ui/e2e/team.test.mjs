@@ -184,6 +184,18 @@ describe('team', { skip: skip(), timeout: 240_000 }, () => {
     await team.scrollIntoViewIfNeeded();
     await pageB.screenshot({ path: `${SHOTS}/team-settings-light.png` });
 
+    // B's Audit view reads the team's log: A's shell_exec, named by A's engine.
+    await gotoView(pageB, '#/audit', 'Audit');
+    await pageB.getByRole('combobox', { name: 'Whose calls' }).selectOption({ label: 'Whole team' });
+    const teamLog = pageB.getByRole('grid', { name: 'The team’s audit log' });
+    const aRow = teamLog.getByRole('row').filter({ hasText: 'shell_exec' }).first();
+    await aRow.waitFor();
+    assert.match(await aRow.innerText(), /OK/);
+    await aRow.getByText(aLabel).waitFor();
+    await pageB.getByRole('combobox', { name: 'Whose calls' }).selectOption({ value: aId });
+    await teamLog.getByRole('row').filter({ hasText: 'shell_exec' }).first().waitFor();
+    await pageB.screenshot({ path: `${SHOTS}/team-audit-light.png` });
+
     assert.deepEqual(errorsA, []);
     assert.deepEqual(errorsB, []);
   });

@@ -37,6 +37,8 @@ import type {
   PinDiff,
   PinRecord,
   PolicyDoc,
+  TeamCall,
+  TeamCallsQuery,
   TeamOutcome,
   TeamView,
   PolicyPut,
@@ -234,6 +236,8 @@ export const api = {
   previewScope: (id: number, scope: string, ttl_s: number | undefined) =>
     request<ScopePreview>('POST', `/api/approvals/${id}/scope`, (ttl_s === undefined ? { scope } : { scope, ttl_s }) satisfies ScopeInput),
   team: () => request<TeamView>('GET', '/api/team'),
+  /** The team's audit log on the team database, newest first. */
+  teamCalls: (q: TeamCallsQuery) => request<TeamCall[]>('GET', `/api/team/calls${query(q)}`),
   /** Sent to the engine that raised the request, which decides it; a request decided first elsewhere answers `took_effect: false`. */
   teamApprove: (engine: string, id: number) => request<TeamOutcome>('POST', `/api/team/${enc(engine)}/${id}/approve`, {} satisfies ApproveInput),
   teamDeny: (engine: string, id: number, reason?: string) =>

@@ -116,6 +116,8 @@ export type { StderrLine } from '../../bindings/StderrLine';
 export type { StderrPage } from '../../bindings/StderrPage';
 export type { EngineIdentity } from '../../bindings/EngineIdentity';
 export type { EngineSeen } from '../../bindings/EngineSeen';
+export type { TeamCall } from '../../bindings/TeamCall';
+export type { TeamCallsQuery } from '../../bindings/TeamCallsQuery';
 export type { TeamOutcome } from '../../bindings/TeamOutcome';
 export type { TeamRequest } from '../../bindings/TeamRequest';
 export type { TeamState } from '../../bindings/TeamState';
