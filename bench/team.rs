@@ -74,6 +74,7 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 #[path = "../tests/common/postgres.rs"]
 #[allow(dead_code)]
 mod postgres;
+mod serve_env;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -365,28 +366,9 @@ impl Serve {
             storage.map_or_else(String::new, |url| format!("[storage]\nurl = \"{url}\"\n"));
         std::fs::write(base.join("config/config.toml"), config).expect("config");
         let stderr = std::fs::File::create(base.join("stderr.log")).expect("log");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
-            .env_clear()
-            .env(
-                "PATH",
-                std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
-            )
-            .env("HOME", base.join("home"))
-            .env(
-                "USER",
-                std::env::var_os("USER").unwrap_or_else(|| "bench".into()),
-            )
-            .env("XDG_RUNTIME_DIR", base.join("run"))
-            .env("XDG_DATA_HOME", base.join("share"))
-            .env("XDG_CONFIG_HOME", base.join("config"))
-            .env("TOOLGATE_LOG", "warn")
-            .arg("--config")
-            .arg(base.join("config/config.toml"))
-            .arg("--data-dir")
-            .arg(base.join("data"))
-            .arg("--root")
-            .arg(base.join("root"))
-            .args(["serve", "--no-http"])
+        let bin = Path::new(env!("CARGO_BIN_EXE_toolgate"));
+        let mut child = serve_env::serve(bin, base, "bench")
+            .arg("--no-http")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(stderr))

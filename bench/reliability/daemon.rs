@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
 use crate::wait::until;
 
@@ -168,28 +168,8 @@ impl Daemon {
             .create(true)
             .append(true)
             .open(base.join("stderr.log"))?;
-        let mut cmd = Command::new(&self.bin);
-        cmd.env_clear()
-            .env(
-                "PATH",
-                std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
-            )
-            .env("HOME", base.join("home"))
-            .env(
-                "USER",
-                std::env::var_os("USER").unwrap_or_else(|| "reliability".into()),
-            )
-            .env("XDG_RUNTIME_DIR", base.join("run"))
-            .env("XDG_DATA_HOME", base.join("share"))
-            .env("XDG_CONFIG_HOME", base.join("config"))
-            .env("TOOLGATE_LOG", "warn")
-            .arg("--config")
-            .arg(base.join("config/config.toml"))
-            .arg("--data-dir")
-            .arg(base.join("data"))
-            .arg("--root")
-            .arg(base.join("root"))
-            .args(["serve", "--http-port", "0"])
+        let mut cmd = crate::serve_env::serve(&self.bin, &base, "reliability");
+        cmd.args(["--http-port", "0"])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(stderr))

@@ -38,6 +38,8 @@ mod load;
 mod memwatch;
 mod procfs;
 mod report;
+#[path = "../serve_env.rs"]
+mod serve_env;
 mod upstream;
 mod wait;
 
