@@ -108,18 +108,22 @@ struct ActiveRule {
     uses: Arc<RuleUse>,
 }
 
-/// The unrevoked rules, compiled, as the call path reads them: this
-/// engine's own (`.0`), and the ones other engines of the team share
-/// (`team`, set by the team link; never stored here).
-pub(super) struct RuleSet(ArcSwap<Vec<ActiveRule>>, ArcSwap<Vec<ActiveRule>>);
+/// The unrevoked rules, compiled, as the call path reads them.
+pub(super) struct RuleSet {
+    /// This engine's own, as stored.
+    own: ArcSwap<Vec<ActiveRule>>,
+    /// The ones other engines of the team share (set by the team link;
+    /// never stored here).
+    team: ArcSwap<Vec<ActiveRule>>,
+}
 
 impl RuleSet {
     /// No rules; [`Self::reload`] fills it.
     pub(super) fn empty() -> Self {
-        Self(
-            ArcSwap::from_pointee(Vec::new()),
-            ArcSwap::from_pointee(Vec::new()),
-        )
+        Self {
+            own: ArcSwap::from_pointee(Vec::new()),
+            team: ArcSwap::from_pointee(Vec::new()),
+        }
     }
 
     /// Replaces the team's shared rules.
@@ -138,11 +142,11 @@ impl RuleSet {
                 }
             })
             .collect();
-        self.1.store(Arc::new(active));
+        self.team.store(Arc::new(active));
     }
 
     fn team_list(&self) -> Vec<RememberedRule> {
-        self.1.load().iter().map(|a| a.rule.clone()).collect()
+        self.team.load().iter().map(|a| a.rule.clone()).collect()
     }
 
     /// Replaces the set with the unrevoked rules in the database. Hit
@@ -156,7 +160,7 @@ impl RuleSet {
         key: &CallKey,
     ) -> Result<(), ApprovalError> {
         let rules = store::unrevoked_rules(pool).await?;
-        let old = self.0.load();
+        let old = self.own.load();
         let uses_of = |id: i64, stored: StoredUse| {
             old.iter()
                 .find(|a| a.rule.id == id)
@@ -178,16 +182,16 @@ impl RuleSet {
                 },
             )
             .collect();
-        self.0.store(Arc::new(active));
+        self.own.store(Arc::new(active));
         Ok(())
     }
 
     fn list(&self) -> Vec<RememberedRule> {
-        self.0.load().iter().map(|a| a.rule.clone()).collect()
+        self.own.load().iter().map(|a| a.rule.clone()).collect()
     }
 
     fn with_use(&self) -> Vec<RuleInUse> {
-        self.0
+        self.own
             .load()
             .iter()
             .map(|a| {
@@ -204,7 +208,7 @@ impl RuleSet {
     /// Writes the use of every rule that matched calls since its last
     /// write. A match counted while the write runs is caught by the next.
     async fn write_use(&self, pool: &SqlitePool) -> Result<(), ApprovalError> {
-        let rules = self.0.load();
+        let rules = self.own.load();
         let changed: Vec<(&RuleUse, i64, StoredUse)> = rules
             .iter()
             .map(|a| (&*a.uses, a.rule.id, a.uses.now()))
@@ -232,7 +236,7 @@ impl RuleSet {
         now: i64,
         counted: bool,
     ) -> Option<RememberedRule> {
-        let (own, team) = (self.0.load(), self.1.load());
+        let (own, team) = (self.own.load(), self.team.load());
         let hit = |effect: RuleEffect| {
             own.iter().chain(team.iter()).find(|a| {
                 a.rule.effect == effect && a.rule.is_active(now) && a.scope.matches(tool, args, key)
@@ -246,7 +250,7 @@ impl RuleSet {
     }
 
     fn is_empty(&self) -> bool {
-        self.0.load().is_empty() && self.1.load().is_empty()
+        self.own.load().is_empty() && self.team.load().is_empty()
     }
 }
 

@@ -99,6 +99,12 @@ impl From<&Caller> for CallerInfo {
 }
 
 impl CallerInfo {
+    /// The words of a caller as an audit row stores it (JSON); text that
+    /// does not read as one is shown as stored.
+    pub fn stored_words(json: &str) -> String {
+        serde_json::from_str::<Self>(json).map_or_else(|_| json.to_owned(), |c| c.short())
+    }
+
     /// The caller in the words people read (`cursor 1.0 (pid 4242)`),
     /// made by the same function as the live [`Caller`]'s text and
     /// sent with it on the wire ([`CallerView::text`]).

@@ -267,6 +267,15 @@ impl RuleEffect {
             Self::Deny => "deny",
         }
     }
+
+    /// Reads the stored name back; `None` for anything else.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "allow" => Some(Self::Allow),
+            "deny" => Some(Self::Deny),
+            _ => None,
+        }
+    }
 }
 
 /// A remembered decision, as listed by `toolgate rules`.
@@ -356,14 +365,9 @@ impl RuleRow {
     }
 
     fn into_rule(self) -> Option<RememberedRule> {
-        let effect = match self.effect.as_str() {
-            "allow" => RuleEffect::Allow,
-            "deny" => RuleEffect::Deny,
-            _ => return None,
-        };
         Some(RememberedRule {
             id: self.id,
-            effect,
+            effect: RuleEffect::parse(&self.effect)?,
             scope: serde_json::from_str(&self.scope).ok()?,
             scope_text: self.scope_text,
             reason: self.reason,

@@ -312,14 +312,9 @@ impl AuditLog {
     /// # Errors
     /// The query failed.
     pub async fn calls_after(&self, id: i64, limit: i64) -> Result<Vec<CallRow>, AuditError> {
+        // The journal is read before SQLite, as in `recent_calls`.
         let unsettled = self.writer.unsettled().await;
-        let mut rows: Vec<CallRow> =
-            sqlx::query_as("SELECT * FROM calls WHERE id > ? ORDER BY id LIMIT ?")
-                .bind(id)
-                .bind(limit)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(|e| AuditError::Query(e.to_string()))?;
+        let mut rows = self.committed_calls_after(id, limit).await?;
         let room = usize::try_from(limit).map_or(usize::MAX, |l| l.saturating_sub(rows.len()));
         // A full page may have more in SQLite: journaled rows come later.
         if room > 0 {

@@ -223,7 +223,7 @@ pub(crate) fn summary_of(row: &CallRow) -> CallSummary {
         preview: crate::json_sketch::sketch(&row.args, PREVIEW_VALUES)
             .map(|args| crate::preview::preview(None, &args.value))
             .unwrap_or_default(),
-        caller: caller_of(&row.caller).map_or_else(|| row.caller.clone(), |c| c.short()),
+        caller: CallerInfo::stored_words(&row.caller),
         session: row.session.clone(),
         decision: row.decision.clone(),
         outcome: CallOutcome::parse(&row.outcome),

@@ -722,13 +722,12 @@ async fn refused(inner: &Inner, sent: &SentDecision) -> Result<Option<Outcome>, 
 }
 
 async fn apply(inner: &Inner, sent: &SentDecision) -> Outcome {
+    // Anything but "approve" denies: a garbled answer fails closed.
     let mut d = match sent.answer.as_str() {
         "approve" => Decision::approve(),
-        _ => Decision::deny(sent.reason.clone()),
+        _ => Decision::deny(None),
     };
-    if d.answer == Answer::Approve {
-        d.reason.clone_from(&sent.reason);
-    }
+    d.reason.clone_from(&sent.reason);
     if let Some(scope) = &sent.always_scope {
         let ttl = sent
             .always_ttl_ms

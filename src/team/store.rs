@@ -515,24 +515,46 @@ pub(super) async fn shared_rule_ids(pool: &PgPool, me: &str) -> Result<Vec<i64>,
     ids_of(pool, sql, me).await
 }
 
+/// A shared rule as read back, with its engine's user and host.
+#[derive(sqlx::FromRow)]
+struct SharedRuleRow {
+    local_id: i64,
+    effect: String,
+    scope: String,
+    scope_text: String,
+    reason: Option<String>,
+    created_ms: i64,
+    created_by: Option<String>,
+    expires_ms: Option<i64>,
+    os_user: String,
+    host: String,
+}
+
+impl SharedRuleRow {
+    /// The rule as applied here; `None` if this version cannot read it.
+    fn into_rule(self) -> Option<crate::approval::RememberedRule> {
+        Some(crate::approval::RememberedRule {
+            id: self.local_id,
+            effect: crate::approval::RuleEffect::parse(&self.effect)?,
+            scope: serde_json::from_str(&self.scope).ok()?,
+            scope_text: self.scope_text,
+            reason: self.reason,
+            created_ms: self.created_ms,
+            created_by: self.created_by,
+            from_request: None,
+            expires_ms: self.expires_ms,
+            revoked_ms: None,
+            origin: Some(format!("{} on {}", self.os_user, self.host)),
+        })
+    }
+}
+
 /// The unrevoked rules the other engines share, each naming its engine.
 pub(super) async fn others_rules(
     pool: &PgPool,
     me: &str,
 ) -> Result<Vec<crate::approval::RememberedRule>, sqlx::Error> {
-    type Row = (
-        i64,
-        String,
-        String,
-        String,
-        Option<String>,
-        i64,
-        Option<String>,
-        Option<i64>,
-        String,
-        String,
-    );
-    let rows: Vec<Row> = sqlx::query_as(
+    let rows: Vec<SharedRuleRow> = sqlx::query_as(
         "SELECT r.local_id, r.effect, r.scope, r.scope_text, r.reason, r.created_ms, \
          r.created_by, r.expires_ms, e.os_user, e.host \
          FROM team_rules r JOIN engines e ON e.id = r.engine_id \
@@ -543,38 +565,7 @@ pub(super) async fn others_rules(
     .await?;
     Ok(rows
         .into_iter()
-        .filter_map(
-            |(
-                id,
-                effect,
-                scope,
-                scope_text,
-                reason,
-                created_ms,
-                created_by,
-                expires_ms,
-                user,
-                host,
-            )| {
-                Some(crate::approval::RememberedRule {
-                    id,
-                    effect: match effect.as_str() {
-                        "allow" => crate::approval::RuleEffect::Allow,
-                        "deny" => crate::approval::RuleEffect::Deny,
-                        _ => return None,
-                    },
-                    scope: serde_json::from_str(&scope).ok()?,
-                    scope_text,
-                    reason,
-                    created_ms,
-                    created_by,
-                    from_request: None,
-                    expires_ms,
-                    revoked_ms: None,
-                    origin: Some(format!("{user} on {host}")),
-                })
-            },
-        )
+        .filter_map(SharedRuleRow::into_rule)
         .collect())
 }
 
@@ -669,21 +660,8 @@ pub struct TeamCallsQuery {
 
 /// Calls of the team's audit log, newest first.
 pub(super) async fn calls(pool: &PgPool, q: &TeamCallsQuery) -> Result<Vec<TeamCall>, sqlx::Error> {
-    type Row = (
-        String,
-        String,
-        String,
-        i64,
-        i64,
-        String,
-        String,
-        String,
-        String,
-        Option<String>,
-        i64,
-    );
     let limit = q.limit.unwrap_or(100).clamp(1, 500);
-    let rows: Vec<Row> = sqlx::query_as(
+    let rows: Vec<TeamCallRow> = sqlx::query_as(
         "SELECT c.engine_id, e.host, e.os_user, c.local_id, c.ts_ms, c.tool, c.caller, \
          c.decision, c.outcome, c.error_kind, c.elapsed_us \
          FROM team_calls c JOIN engines e ON e.id = c.engine_id \
@@ -697,39 +675,44 @@ pub(super) async fn calls(pool: &PgPool, q: &TeamCallsQuery) -> Result<Vec<TeamC
     .bind(limit)
     .fetch_all(pool)
     .await?;
-    Ok(rows
-        .into_iter()
-        .map(
-            |(
-                id,
-                host,
-                user,
-                local_id,
-                ts_ms,
-                tool,
-                caller,
-                decision,
-                outcome,
-                error_kind,
-                elapsed_us,
-            )| {
-                TeamCall {
-                    engine: EngineIdentity { id, host, user },
-                    local_id,
-                    ts_ms,
-                    tool,
-                    // The stored record, in the words the local audit
-                    // uses; an unreadable one is shown as stored.
-                    caller: serde_json::from_str::<crate::approval::CallerInfo>(&caller)
-                        .map_or(caller, |c| c.short()),
-                    decision,
-                    outcome: crate::wire::CallOutcome::parse(&outcome),
-                    error_kind: error_kind
-                        .as_deref()
-                        .and_then(crate::error::ErrorKind::parse),
-                    elapsed_us,
-                }
+    Ok(rows.into_iter().map(TeamCallRow::into_call).collect())
+}
+
+/// A row of the team's audit log with its engine, as read back.
+#[derive(sqlx::FromRow)]
+struct TeamCallRow {
+    engine_id: String,
+    host: String,
+    os_user: String,
+    local_id: i64,
+    ts_ms: i64,
+    tool: String,
+    caller: String,
+    decision: String,
+    outcome: String,
+    error_kind: Option<String>,
+    elapsed_us: i64,
+}
+
+impl TeamCallRow {
+    fn into_call(self) -> TeamCall {
+        TeamCall {
+            engine: EngineIdentity {
+                id: self.engine_id,
+                host: self.host,
+                user: self.os_user,
             },
-        )
-        .collect())
+            local_id: self.local_id,
+            ts_ms: self.ts_ms,
+            tool: self.tool,
+            caller: crate::approval::CallerInfo::stored_words(&self.caller),
+            decision: self.decision,
+            outcome: crate::wire::CallOutcome::parse(&self.outcome),
+            error_kind: self
+                .error_kind
+                .as_deref()
+                .and_then(crate::error::ErrorKind::parse),
+            elapsed_us: self.elapsed_us,
+        }
+    }
 }
